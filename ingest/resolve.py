@@ -1,0 +1,205 @@
+"""Resolve stage: surface names -> entities, then relations, mentions, synonymy.
+
+Names are normalised (Unicode NFKC, case folded, leading article and
+possessive dropped, inner whitespace collapsed) and names with one normal
+form become one entity. Inside a document, a one-word PERSON name that is
+the last word of exactly one longer PERSON name there ("Curie" beside
+"Marie Curie") is an alias of it. Entities whose name embeddings are close
+get synonymy edges, found with a blocked matrix top-k search.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kgrag.ids import content_id
+from kgrag.types import Entity, Mention, Relation, Sentence, Synonym
+
+from .extract import CONCEPT_LABEL, TITLE_LABEL, Extraction
+
+_ARTICLE = re.compile(r"^(the|a|an)\s+")
+_POSSESSIVE = re.compile(r"['’]s$")
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+_BLOCK = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    entities: list[Entity]
+    mentions: list[Mention]
+    relations: list[Relation]
+    sentences: list[Sentence]
+    synonyms: list[Synonym]
+    entity_vectors: np.ndarray  # row i = entities[i]
+
+
+def normalise(name: str) -> str:
+    """The key under which surface names are merged."""
+    text = unicodedata.normalize("NFKC", name).casefold().strip()
+    text = _POSSESSIVE.sub("", text)
+    text = _ARTICLE.sub("", text)
+    text = " ".join(text.split())
+    return _EDGE_PUNCT.sub("", text)
+
+
+def resolve(
+    extraction: Extraction,
+    chunk_docs: Mapping[str, str],
+    encode: Callable[[list[str]], np.ndarray],
+    *,
+    synonym_threshold: float,
+    synonym_k: int,
+) -> Resolution:
+    """Turn the surface names of ``extraction`` into entities and id-based records."""
+    key_of = _keys(extraction, chunk_docs)
+    by_key = _by_key(extraction, chunk_docs, key_of)
+    id_of = {key: e.id for key, e in by_key.items()}
+
+    def eid(chunk_id: str, name: str) -> str:
+        return id_of.get(key_of(chunk_docs[chunk_id], name), "")
+
+    mentions = _mentions(extraction, eid)
+    relations = _relations(extraction, eid)
+    sentences = [
+        Sentence(
+            s.chunk_id,
+            s.index,
+            s.start,
+            s.end,
+            tuple(e for e in dict.fromkeys(eid(s.chunk_id, n) for n in s.names) if e),
+        )
+        for s in extraction.sentences
+    ]
+    chunk_ids: dict[str, set[str]] = defaultdict(set)
+    for m in mentions:
+        chunk_ids[m.entity_id].add(m.chunk_id)
+    entities = sorted(
+        (
+            Entity(e.id, e.name, e.type, e.aliases, tuple(sorted(chunk_ids[e.id])))
+            for e in by_key.values()
+        ),
+        key=lambda e: e.id,
+    )
+    vectors = encode([e.name for e in entities]) if entities else np.zeros((0, 1), np.float32)
+    synonyms = synonym_pairs([e.id for e in entities], vectors, synonym_threshold, synonym_k)
+    return Resolution(entities, mentions, relations, sentences, synonyms, vectors)
+
+
+def _keys(extraction: Extraction, chunk_docs: Mapping[str, str]) -> Callable[[str, str], str]:
+    """A function (doc id, surface name) -> entity key, with document-local aliases."""
+    persons: dict[str, set[str]] = defaultdict(set)
+    for m in extraction.mentions:
+        if m.label == "PERSON" and " " in m.name.strip():
+            persons[chunk_docs[m.chunk_id]].add(normalise(m.name))
+    aliases: dict[tuple[str, str], str] = {}
+    for doc_id, fulls in persons.items():
+        by_last: dict[str, list[str]] = defaultdict(list)
+        for full in fulls:
+            by_last[full.rsplit(" ", 1)[-1]].append(full)
+        for last, options in by_last.items():
+            if len(options) == 1:
+                aliases[(doc_id, last)] = options[0]
+
+    def key_of(doc_id: str, name: str) -> str:
+        key = normalise(name)
+        return aliases.get((doc_id, key), key)
+
+    return key_of
+
+
+def _by_key(
+    extraction: Extraction, chunk_docs: Mapping[str, str], key_of: Callable[[str, str], str]
+) -> dict[str, Entity]:
+    """One entity per key: the most frequent surface name and the most telling label."""
+    surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+    labels: dict[str, Counter[str]] = defaultdict(Counter)
+    for m in extraction.mentions:
+        key = key_of(chunk_docs[m.chunk_id], m.name)
+        if key:
+            surfaces[key][m.name] += 1
+            labels[key][m.label] += 1
+    out: dict[str, Entity] = {}
+    for key in sorted(surfaces):
+        names = sorted(surfaces[key].items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+        out[key] = Entity(
+            content_id("entity", key),
+            names[0][0],
+            _label(labels[key]),
+            tuple(n for n, _ in names[1:]),
+        )
+    return out
+
+
+def _label(counts: Counter[str]) -> str:
+    named = {k: v for k, v in counts.items() if k not in (TITLE_LABEL, CONCEPT_LABEL)}
+    pool = named or counts
+    return sorted(pool.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+def _mentions(extraction: Extraction, eid: Callable[[str, str], str]) -> list[Mention]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for m in extraction.mentions:
+        entity_id = eid(m.chunk_id, m.name)
+        if entity_id:
+            counts[(entity_id, m.chunk_id)] += 1
+    return [Mention(e, c, n) for (e, c), n in sorted(counts.items())]
+
+
+def _relations(extraction: Extraction, eid: Callable[[str, str], str]) -> list[Relation]:
+    weight: Counter[tuple[str, str, str, str]] = Counter()
+    evidence: dict[tuple[str, str, str, str], set[str]] = defaultdict(set)
+    for r in extraction.relations:
+        src, dst = eid(r.chunk_id, r.src), eid(r.chunk_id, r.dst)
+        if src == dst or not src or not dst:
+            continue
+        if r.kind == "cooc" and dst < src:
+            src, dst = dst, src
+        key = (src, r.predicate, dst, r.kind)
+        weight[key] += 1
+        evidence[key].add(r.chunk_id)
+    return [
+        Relation(
+            content_id("relation", s, p, d),
+            s,
+            p,
+            d,
+            float(w),
+            k,
+            tuple(sorted(evidence[(s, p, d, k)])),
+        )
+        for (s, p, d, k), w in sorted(weight.items())
+    ]
+
+
+def synonym_pairs(
+    ids: Sequence[str], vectors: np.ndarray, threshold: float, k: int
+) -> list[Synonym]:
+    """Pairs of ids whose unit vectors have cosine >= threshold among each one's top k.
+
+    Blocked matrix products with argpartition: memory stays at block x n.
+    """
+    n = len(ids)
+    if n < 2:
+        return []
+    k = min(k, n - 1)
+    found: dict[tuple[int, int], float] = {}
+    for start in range(0, n, _BLOCK):
+        sims = vectors[start : start + _BLOCK] @ vectors.T
+        rows = np.arange(sims.shape[0])
+        sims[rows, rows + start] = -1.0
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        top_sims = sims[rows[:, None], top]
+        for r, c in zip(*np.nonzero(top_sims >= threshold), strict=True):
+            i, j = start + int(r), int(top[r, c])
+            found[(min(i, j), max(i, j))] = float(top_sims[r, c])
+    pairs = sorted(
+        (ids[i], ids[j], s) if ids[i] < ids[j] else (ids[j], ids[i], s)
+        for (i, j), s in found.items()
+    )
+    return [Synonym(a, b, round(s, 6)) for a, b, s in pairs]

@@ -1,0 +1,145 @@
+"""The ``kgrag`` command line: ingest, query, export, info.
+
+Exit status: 0 success; 1 some input files failed (the rest went in);
+2 a usage error or a failure that stopped the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import KgragError
+
+EXIT_OK, EXIT_INPUT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kgrag", description="GraphRAG knowledge-graph retrieval, no LLM."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    ing = sub.add_parser("ingest", help="build or extend a graph from files and folders")
+    ing.add_argument("paths", nargs="+", help=".txt, .md, .json, .jsonl files or folders")
+    ing.add_argument("--graph", required=True, help="graph folder, e.g. graphs/demo")
+    ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
+    ing.add_argument("--quiet", action="store_true", help="no progress bars")
+    q = sub.add_parser("query", help="top hits for one or more questions")
+    q.add_argument("text", nargs="+", help="the question(s)")
+    q.add_argument("--graph", required=True)
+    q.add_argument("-k", type=int, default=5, help="hits per unit")
+    q.add_argument(
+        "--unit",
+        default="chunk",
+        help="comma-separated units: chunk, community, tree-node (default chunk)",
+    )
+    q.add_argument("--json", action="store_true", help="print hits as JSON lines")
+    ex = sub.add_parser("export", help="write the graph as GraphML or JSON")
+    ex.add_argument("--graph", required=True)
+    ex.add_argument("--format", required=True, choices=["graphml", "json"])
+    ex.add_argument("--out", help="output file (default graph folder/graph.<format>)")
+    info = sub.add_parser("info", help="versions and counts of a graph")
+    info.add_argument("--graph", required=True)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(COMMANDS[args.command](args))
+    except KgragError as exc:
+        print(f"kgrag: error: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ingest import ingest_paths
+
+    from .config import load_config
+
+    config = load_config(args.config)
+    report = ingest_paths(args.paths, args.graph, config, progress=not args.quiet)
+    for err in report.errors:
+        print(f"kgrag: error: {err.path}: {err.reason}", file=sys.stderr)
+    print(report.summary())
+    return EXIT_INPUT_FAILED if report.errors else EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    from .engine import open as open_engine
+
+    units = [u.strip() for u in args.unit.split(",") if u.strip()]
+    with open_engine(args.graph) as engine:
+        for text in args.text:
+            hits = [h for unit in units for h in engine.query(text, k=args.k, unit=unit)]
+            if args.json:
+                for hit in hits:
+                    print(json.dumps(hit | {"query": text}, ensure_ascii=False))
+                continue
+            print(f"\nQ: {text}   [indexVersion {engine.index_version}]")
+            leaves = {c.id: c for c in engine.reader.chunks(_all_leaves(hits))}
+            for rank, hit in enumerate(hits, 1):
+                print(_render(rank, hit, leaves))
+    return EXIT_OK
+
+
+def _all_leaves(hits: list[dict[str, Any]]) -> list[str]:
+    return sorted({leaf for h in hits for leaf in h["provenance"]["leaves"][:3]})
+
+
+def _render(rank: int, hit: dict[str, Any], leaves: dict[str, Any]) -> str:
+    head = f"{rank:>2}. [{hit['unit']} L{hit['level']}] score {hit['score']:.3f}  {hit['id']}"
+    body = textwrap.shorten(hit["text"].replace("\n", " | "), 200)
+    lines = [head, f"      {body}"]
+    ids = hit["provenance"]["leaves"]
+    if hit["unit"] != "chunk":
+        for leaf in ids[:3]:
+            c = leaves[leaf]
+            lines.append(f"      leaf {leaf}  ({c.context}) {textwrap.shorten(c.text, 90)}")
+        if len(ids) > 3:
+            lines.append(f"      ... {len(ids) - 3} more leaf passages")
+    else:
+        lines.append(f"      leaf {ids[0]}  ({hit['chunk']['context']})")
+    return "\n".join(lines)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_graph
+    from .store import open_store
+
+    out = Path(args.out) if args.out else Path(args.graph) / f"graph.{args.format}"
+    with open_store(args.graph).reader() as reader:
+        counts = export_graph(reader, args.format, out)
+    print(f"wrote {out}: {counts['nodes']:,} nodes, {counts['edges']:,} edges")
+    return EXIT_OK
+
+
+def _info(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    store = open_store(args.graph)
+    manifest = store.manifest()
+    if not manifest:
+        print(f"kgrag: error: {args.graph}: no graph here", file=sys.stderr)
+        return EXIT_ERROR
+    current = manifest["indexVersion"]
+    meta = manifest["versions"][current]
+    print(
+        json.dumps(
+            {"indexVersion": current, "versions": sorted(manifest["versions"])} | meta, indent=2
+        )
+    )
+    return EXIT_OK
+
+
+COMMANDS = {"ingest": _ingest, "query": _query, "export": _export, "info": _info}
+
+if __name__ == "__main__":
+    sys.exit(main())

