@@ -127,6 +127,8 @@ def _concept(span: Sequence[Any]) -> str:
     toks = [t for t in span if t.pos_ in _CONCEPT_POS and not t.is_stop and not t.like_num]
     if not toks or len(toks) > 6 or not any(t.pos_ in ("NOUN", "PROPN") for t in toks):
         return ""
+    if all(t.pos_ == "PROPN" for t in toks):  # a name NER missed: keep it as written
+        return " ".join(t.text for t in toks)
     words = [t.lower_ for t in toks[:-1]] + [toks[-1].lemma_.lower()]
     text = " ".join(words)
     return text if len(text) > 2 and any(ch.isalpha() for ch in text) else ""
@@ -186,6 +188,16 @@ def _with_conj(tok: Any) -> Iterator[Any]:
     yield from tok.conjuncts
 
 
+def _subject_name(tok: Any, owner: Mapping[int, tuple[str, str]], title: str) -> str:
+    """A subject's entity; "The city" / "This film" in subject place stands for the title."""
+    hit = owner.get(tok.i)
+    if hit and hit[1] == CONCEPT_LABEL and title:
+        det = [c for c in tok.children if c.dep_ == "det"]
+        if det and det[0].lower_ in ("the", "this") and hit[0] == tok.lemma_.lower():
+            return title
+    return _name(tok, owner, title)
+
+
 def _subjects(verb: Any) -> list[Any]:
     subs = [c for c in verb.children if c.dep_ in _SUBJ]
     if not subs and verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX"):
@@ -203,7 +215,7 @@ def _svo(
         if verb.pos_ not in ("VERB", "AUX") or verb.dep_ in ("aux", "auxpass"):
             continue
         lemma = verb.lemma_.lower()
-        subjects = [n for n in (_name(s, owner, title) for s in _subjects(verb)) if n]
+        subjects = [n for n in (_subject_name(s, owner, title) for s in _subjects(verb)) if n]
         passive = any(c.dep_ == "nsubjpass" for c in verb.children)
         objects: list[tuple[str, str]] = []
         if verb.dep_ == "acl" and verb.tag_ == "VBN":  # "a film directed by X"
@@ -216,11 +228,11 @@ def _svo(
             elif child.dep_ in ("prep", "agent"):
                 for pobj in (c for c in child.children if c.dep_ == "pobj"):
                     for obj in _with_conj(pobj):
-                        name = _name(obj, owner, title)
-                        if name and child.dep_ == "agent" and passive:
-                            objects.append((f"{lemma} by", name))
-                        elif name:
-                            objects.append((f"{lemma} {child.lower_}", name))
+                        if child.dep_ == "agent" and passive:
+                            name = _name(obj, owner, title)
+                            objects += [(f"{lemma} by", name)] if name else []
+                        else:  # "lie on the island of Zealand" -> "lie on island of"
+                            objects += _object_terms(f"{lemma} {child.lower_}", obj, owner, title)
         for subj in subjects:
             for pred, obj in objects:
                 yield subj, pred, obj
@@ -239,7 +251,7 @@ def _object_terms(
         for pobj in (c for c in prep.children if c.dep_ == "pobj"):
             for target in _with_conj(pobj):
                 tname = _name(target, owner, title)
-                if tname:
+                if tname and tname != name:  # not inside one entity ("Prize in Physics")
                     out.append((f"{lemma} {obj.lemma_.lower()} {prep.lower_}", tname))
     return out
 

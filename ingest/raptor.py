@@ -53,6 +53,8 @@ class _Level:
 
 @dataclass(frozen=True)
 class _Settings:
+    """The clustering knobs, passed down as one value."""
+
     reduced_dim: int
     threshold: float
     max_cluster: int
@@ -92,13 +94,11 @@ def build_tree(
     out: list[TreeNode] = []
     for level in range(1, max_levels + 1):
         size = len(current.ids)
-        if level > 1 and size <= top_size:
-            break
         clusters = _cluster(current.vectors, settings) if size > top_size else []
-        if len(clusters) >= size or not clusters:
+        if not clusters or len(clusters) >= size:  # small enough, or not shrinking
             if level > 1:
                 break
-            clusters = [np.arange(size)]  # chunks that do not cluster still get a root
+            clusters = [np.arange(size)]  # a tree always has a root
         nodes, current = _make_level(level, clusters, current, vectorizer, summary_sentences)
         out.extend(nodes)
     return sorted(out, key=lambda t: (t.level, t.id))
@@ -115,10 +115,11 @@ def _cluster(vectors: np.ndarray, settings: _Settings) -> list[np.ndarray]:
 
 
 def _two_stage(vectors: np.ndarray, settings: _Settings) -> list[np.ndarray]:
+    """Global clusters split into local ones; equal member sets are one cluster."""
     n = len(vectors)
     if n <= settings.max_cluster:
         return [np.arange(n)]
-    k_hi = min(MAX_GLOBAL, max(1, n // settings.max_cluster))
+    k_hi = min(MAX_GLOBAL, math.ceil(n / settings.max_cluster))
     found: dict[tuple[int, ...], np.ndarray] = {}
     for outer in _mixture_clusters(vectors, 1, k_hi, settings):
         for inner in _local_clusters(vectors[outer], settings):

@@ -131,14 +131,13 @@ class GraphWriter(ABC):
 
     @abstractmethod
     def abort(self) -> None:
-        """Drop everything written; the published versions are untouched."""
+        """Drop everything written (no-op after commit); published versions are untouched."""
 
     def __enter__(self) -> GraphWriter:
         return self
 
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is not None:
-            self.abort()
+    def __exit__(self, *exc: object) -> None:
+        self.abort()  # a no-op after commit; otherwise nothing half-written survives
 
 
 class GraphStore(ABC):

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import threading
 import uuid
@@ -56,6 +57,12 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _crash_point(name: str) -> None:
+    """Fault injection for the crash tests: die here if KGRAG_CRASH_AT names this point."""
+    if os.environ.get("KGRAG_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _batches(ids: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -150,8 +157,10 @@ class SQLiteGraphWriter(GraphWriter):
         (store.root / "versions").mkdir(parents=True, exist_ok=True)
         self._lock = open(store.root / ".lock", "a+")  # noqa: SIM115 - held until commit/abort
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        for stale in (store.root / "versions").glob(".tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)  # a writer that died; we hold the lock
+        published = set(store.manifest().get("versions", {}))
+        for folder in (store.root / "versions").iterdir():
+            if folder.name not in published:  # left by a writer that died; we hold the lock
+                shutil.rmtree(folder, ignore_errors=True)
         for stale in store.root.glob(f".{MANIFEST}.*"):
             stale.unlink(missing_ok=True)
         self.folder = store.root / "versions" / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -192,8 +201,10 @@ class SQLiteGraphWriter(GraphWriter):
             if path.is_file():
                 _fsync(path)
         final = self.store.root / "versions" / version
+        _crash_point("before-rename")
         os.replace(self.folder, final)
         _fsync(final.parent)
+        _crash_point("before-manifest")
         self.store._publish(version, meta)
         self._release()
         return version

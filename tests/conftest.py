@@ -1,0 +1,43 @@
+"""Shared fixtures: real models, a real graph built once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DATA = Path(__file__).parent / "data"
+SCIENCE = DATA / "science.json"
+
+
+def small_config():
+    """Settings that give several community and tree levels on a dozen passages."""
+    from kgrag.config import load_config
+
+    return load_config(
+        communities={"max_size": 6},
+        raptor={"top_size": 2, "max_cluster": 4},
+        extract={"n_process": 1},
+    )
+
+
+@pytest.fixture(scope="session")
+def science_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The science corpus built into a graph folder (read-only for tests)."""
+    from ingest import ingest_paths
+
+    root = tmp_path_factory.mktemp("graphs") / "science"
+    report = ingest_paths([SCIENCE], root, small_config())
+    assert report.changed and not report.errors
+    return root
+
+
+@pytest.fixture(scope="session")
+def science_reader(science_graph: Path):
+    from kgrag.store import open_store
+
+    with open_store(science_graph).reader() as reader:
+        yield reader

@@ -1,0 +1,169 @@
+"""The store suite: every GraphStore implementation must pass it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kgrag.errors import StoreError, VersionGone
+from kgrag.store import SQLiteGraphStore
+from kgrag.types import (
+    Chunk,
+    Community,
+    CommunityReport,
+    Document,
+    Entity,
+    Mention,
+    Relation,
+    Sentence,
+    Synonym,
+    TreeNode,
+)
+
+STORES = [pytest.param(SQLiteGraphStore, id="sqlite")]
+
+
+@pytest.fixture(params=STORES)
+def store(request, tmp_path):
+    return request.param(tmp_path / "g", keep_versions=2)
+
+
+def _records(tag: str = "") -> dict[str, list]:
+    doc = Document(
+        "d:1", "Rivers", "The Danube flows. The Vistula flows north.", "x.txt", {"year": 2020}
+    )
+    chunks = [
+        Chunk(
+            "c:1",
+            "d:1",
+            0,
+            f"The Danube flows into the Black Sea{tag}.",
+            "Rivers",
+            8,
+            0,
+            17,
+            {"year": 2020},
+        ),
+        Chunk(
+            "c:2", "d:1", 1, "The Vistula flows north to the Baltic.", "Rivers > North", 8, 18, 40
+        ),
+    ]
+    entities = [Entity("e:d", "Danube", "LOC", ("Donau",)), Entity("e:v", "Vistula", "LOC")]
+    report = CommunityReport(
+        "Danube and Vistula", ("Danube", "Vistula"), ("Danube -flow-> Sea",), ("s.",)
+    )
+    return {
+        "documents": [doc],
+        "chunks": chunks,
+        "sentences": [Sentence("c:1", 0, 0, 17, ("e:d",))],
+        "entities": entities,
+        "mentions": [Mention("e:d", "c:1", 2), Mention("e:v", "c:2")],
+        "relations": [Relation("r:1", "e:d", "co-occurs with", "e:v", 1.0, "cooc", ("c:1", "c:2"))],
+        "synonyms": [Synonym("e:d", "e:v", 0.81)],
+        "communities": [Community("m:1", 0, None, (), ("e:d", "e:v"), report, 7.5, ("c:1", "c:2"))],
+        "tree_nodes": [TreeNode("t:1", 1, ("c:1", "c:2"), "Rivers flow.", ("c:1", "c:2"))],
+    }
+
+
+def _write(store, tag: str = "") -> str:
+    records = _records(tag)
+    with store.writer() as w:
+        for kind, batch in records.items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+        return w.commit({"tag": tag, "dim": 4})
+
+
+def test_round_trip(store):
+    version = _write(store)
+    assert store.current() == version
+    with store.reader() as r:
+        want = _records()
+        assert r.documents() == want["documents"]
+        assert r.chunks() == want["chunks"]
+        assert r.chunks(["c:2"]) == want["chunks"][1:]
+        assert r.sentences() == want["sentences"]
+        assert r.mentions() == sorted(want["mentions"], key=lambda m: (m.chunk_id, m.entity_id))
+        assert r.relations() == want["relations"]
+        assert r.relations(touching=["e:v"]) == want["relations"]
+        assert r.synonyms() == want["synonyms"]
+        assert r.communities(level=0) == want["communities"]
+        assert r.communities(level=1) == []
+        assert r.tree_nodes() == want["tree_nodes"]
+        danube = r.entities(["e:d"])[0]
+        assert danube.aliases == ("Donau",) and danube.chunk_ids == ("c:1",)
+        ids, matrix = r.vectors("chunks")
+        assert ids == ["c:1", "c:2"] and matrix.shape == (2, 4)
+        assert r.vectors("facts")[0] == []
+        assert r.counts()["chunks"] == 2
+        assert r.manifest["tag"] == "" and r.index_version == version
+
+
+def test_sparse_search_ranks_by_bm25(store):
+    _write(store)
+    with store.reader() as r:
+        hits = r.search_sparse("Which river reaches the Baltic?", 5)
+        assert [h[0] for h in hits] == ["c:2", "c:1"]  # "river" matches both contexts (stemmed)
+        assert hits[0][1] > hits[1][1] > 0
+        assert [h[0] for h in r.search_sparse("Danube", 5)] == ["c:1"]
+        assert r.search_sparse("north OR flows", 5)[0][0] in {"c:1", "c:2"}  # operators are quoted
+        assert r.search_sparse("the of and", 5) == []  # stop words only
+
+
+def test_a_pinned_reader_keeps_its_version_and_old_versions_are_pruned(store):
+    v1 = _write(store, "1")
+    pinned = store.reader(v1)
+    v2 = _write(store, "2")
+    assert store.versions() == [v1, v2]
+    assert "Sea1" in pinned.chunks(["c:1"])[0].text
+    with store.reader() as latest:
+        assert "Sea2" in latest.chunks(["c:1"])[0].text
+    pinned.close()
+    v3 = _write(store, "3")
+    assert store.versions() == [v2, v3]  # keep_versions=2
+    with pytest.raises(VersionGone) as err:
+        store.reader(v1)
+    assert err.value.code == -32010
+
+
+def test_an_aborted_write_publishes_nothing(store):
+    v1 = _write(store, "1")
+    with pytest.raises(RuntimeError), store.writer() as w:
+        w.add("documents", _records("x")["documents"])
+        raise RuntimeError("crash")
+    assert store.current() == v1 and store.versions() == [v1]
+    assert not list((store.root / "versions").glob(".tmp-*"))
+
+
+def test_leftovers_of_a_dead_writer_are_cleaned_and_ignored(store):
+    v1 = _write(store, "1")
+    stale = store.root / "versions" / ".tmp-999-dead"
+    (stale / "vectors").mkdir(parents=True)
+    (stale / "graph.sqlite").write_bytes(b"half a file")
+    assert store.current() == v1
+    with store.reader() as r:
+        assert r.index_version == v1
+    _write(store, "2")
+    assert not stale.exists()
+
+
+def test_empty_and_broken_stores_fail_clearly(store, tmp_path):
+    assert store.current() is None
+    with pytest.raises(StoreError, match="no graph here"):
+        store.reader()
+    _write(store)
+    manifest = store.root / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(data | {"schema": 99}))
+    with pytest.raises(StoreError, match="schema 99"):
+        store.reader()
+    manifest.write_text("{not json")
+    with pytest.raises(StoreError, match="unreadable manifest"):
+        store.reader()
+
+
+def test_vectors_must_match_their_ids(store):
+    with store.writer() as w, pytest.raises(StoreError, match="2 ids"):
+        w.add_vectors("chunks", ["c:1", "c:2"], np.zeros((3, 4), np.float32))
