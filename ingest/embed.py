@@ -41,8 +41,20 @@ def embed_facts(
     return encode([fact_text(r, names) for r in relations])
 
 
+def report_text(community: Community, relations: int = 3) -> str:
+    """What a community is embedded as: its title, key entities and strongest relations.
+
+    The representative sentences are left out: they are passages already
+    embedded as chunks, and they would make each report several times longer
+    to encode.
+    """
+    r = community.report
+    parts = [r.title, ", ".join(r.key_entities), "; ".join(r.key_relations[:relations])]
+    return "\n".join(p for p in parts if p)
+
+
 def embed_communities(encode: Encode, communities: Sequence[Community]) -> np.ndarray:
-    return encode([c.report.text() for c in communities])
+    return encode([report_text(c) for c in communities])
 
 
 def embed_tree(encode: Encode, nodes: Sequence[TreeNode]) -> np.ndarray:

@@ -23,7 +23,7 @@ from kgrag.encoders import Encoder, load_encoder
 from kgrag.errors import InputError
 from kgrag.nlp import load_spacy, pick_pipeline
 from kgrag.store import GraphStore, open_store
-from kgrag.types import Document
+from kgrag.types import Chunk, Community, Document, TreeNode
 
 from . import embed
 from .chunk import chunk_documents
@@ -34,7 +34,7 @@ from .graph import assemble
 from .load import load_paths
 from .progress import Stages
 from .raptor import build_tree
-from .resolve import resolve
+from .resolve import Resolution, resolve
 
 _ENCODE_BATCH = 256
 
@@ -167,77 +167,28 @@ def _batched(encoder: Encoder, update: Any) -> Any:
 
 
 def _run_stages(
-    docs: list[Document], config: Config, stages: Stages, report: BuildReport
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    c = config
-    with stages.stage("chunk", len(docs)) as tick:
-        chunks = chunk_documents(
-            docs, max_tokens=c.chunk.max_tokens, overlap_tokens=c.chunk.overlap_tokens
-        )
-        tick(len(docs))
-    with stages.stage("extract", len(chunks)) as tick:
-        nlp = load_spacy(c.models.spacy)
-        ex = extract(
-            chunks,
-            {d.id: d.title for d in docs},
-            nlp,
-            skip_labels=c.extract.skip_labels,
-            concepts=c.extract.concepts,
-            max_cooc_entities=c.extract.max_cooc_entities,
-            n_process=c.extract.n_process,
-            batch_size=c.extract.batch_size,
-            progress=tick,
-        )
-    encoder = _encoder(c)
-    with stages.stage("resolve") as tick:
-        res = resolve(
-            ex,
-            {ch.id: ch.doc_id for ch in chunks},
-            _batched(encoder, tick),
-            synonym_threshold=c.resolve.synonym_threshold,
-            synonym_k=c.resolve.synonym_k,
-        )
-    del ex
-    with stages.stage("graph", 1) as tick:
+    docs: list[Document], c: Config, stages: Stages, report: BuildReport
+) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
+    """Run chunk .. raptor; return the records, vectors and manifest metadata."""
+    encoder = _encoder(c)  # first, so a bad model name fails before any parsing
+    chunks, res = _parse(docs, c, encoder, stages)
+    with stages.stage("graph", 1):
         _, report.graph_stats = assemble(
             res.entities, chunks, res.mentions, res.relations, res.synonyms
         )
-    with stages.stage("communities", 1) as tick:
-        communities = build_communities(
-            res.entities,
-            res.relations,
-            res.synonyms,
-            res.sentences,
-            {ch.id: ch.text for ch in chunks},
-            max_size=c.communities.max_size,
-            max_levels=c.communities.max_levels,
-            seed=c.communities.seed,
-            report_sentences=c.communities.report_sentences,
-        )
+    with stages.stage("communities", 1):
+        communities = _communities(res, chunks, c)
     names = {e.id: e.name for e in res.entities}
     facts = embed.facts(res.relations)
-    total = len(chunks) + len(facts) + len(communities)
-    with stages.stage("embed", total) as tick:
+    with stages.stage("embed", len(chunks) + len(facts) + len(communities)) as tick:
         encode = _batched(encoder, tick)
         chunk_vecs = embed.embed_chunks(encode, chunks)
         fact_vecs = embed.embed_facts(encode, facts, names)
         community_vecs = embed.embed_communities(encode, communities)
     with stages.stage("raptor") as tick:
-        r = c.raptor
-        tree = build_tree(
-            [ch.id for ch in chunks],
-            [ch.text for ch in chunks],
-            chunk_vecs,
-            reduced_dim=r.reduced_dim,
-            threshold=r.threshold,
-            top_size=r.top_size,
-            max_levels=r.max_levels,
-            max_cluster=r.max_cluster,
-            summary_sentences=r.summary_sentences,
-            seed=r.seed,
-        )
+        tree = _tree(chunks, chunk_vecs, c)
         tree_vecs = embed.embed_tree(_batched(encoder, tick), tree)
-    records = {
+    records: dict[str, Sequence[Any]] = {
         "documents": docs,
         "chunks": chunks,
         "sentences": res.sentences,
@@ -258,7 +209,73 @@ def _run_stages(
     report.counts = {k: len(v) for k, v in records.items()}
     report.communities_per_level = dict(sorted(Counter(m.level for m in communities).items()))
     report.tree_nodes_per_level = dict(sorted(Counter(t.level for t in tree).items()))
-    meta = {
+    return records, vectors, _meta(c, encoder, report)
+
+
+def _parse(
+    docs: list[Document], c: Config, encoder: Encoder, stages: Stages
+) -> tuple[list[Chunk], Resolution]:
+    """Chunk, extract and resolve: documents to entity-level records."""
+    with stages.stage("chunk", len(docs)) as tick:
+        chunks = chunk_documents(
+            docs, max_tokens=c.chunk.max_tokens, overlap_tokens=c.chunk.overlap_tokens
+        )
+        tick(len(docs))
+    with stages.stage("extract", len(chunks)) as tick:
+        ex = extract(
+            chunks,
+            {d.id: d.title for d in docs},
+            load_spacy(c.models.spacy),
+            skip_labels=c.extract.skip_labels,
+            concepts=c.extract.concepts,
+            max_cooc_entities=c.extract.max_cooc_entities,
+            n_process=c.extract.n_process,
+            batch_size=c.extract.batch_size,
+            progress=tick,
+        )
+    with stages.stage("resolve") as tick:
+        res = resolve(
+            ex,
+            {ch.id: ch.doc_id for ch in chunks},
+            _batched(encoder, tick),
+            synonym_threshold=c.resolve.synonym_threshold,
+            synonym_k=c.resolve.synonym_k,
+        )
+    return chunks, res
+
+
+def _communities(res: Resolution, chunks: Sequence[Chunk], c: Config) -> list[Community]:
+    return build_communities(
+        res.entities,
+        res.relations,
+        res.synonyms,
+        res.sentences,
+        {ch.id: ch.text for ch in chunks},
+        max_size=c.communities.max_size,
+        max_levels=c.communities.max_levels,
+        seed=c.communities.seed,
+        report_sentences=c.communities.report_sentences,
+    )
+
+
+def _tree(chunks: Sequence[Chunk], vectors: np.ndarray, c: Config) -> list[TreeNode]:
+    r = c.raptor
+    return build_tree(
+        [ch.id for ch in chunks],
+        [ch.text for ch in chunks],
+        vectors,
+        reduced_dim=r.reduced_dim,
+        threshold=r.threshold,
+        top_size=r.top_size,
+        max_levels=r.max_levels,
+        max_cluster=r.max_cluster,
+        summary_sentences=r.summary_sentences,
+        seed=r.seed,
+    )
+
+
+def _meta(c: Config, encoder: Encoder, report: BuildReport) -> dict[str, Any]:
+    return {
         "models": {"embedding": c.models.embedding, "spacy": pick_pipeline(c.models.spacy)},
         "dim": encoder.dim,
         "config": c.model_dump(mode="json"),
@@ -266,4 +283,3 @@ def _run_stages(
         "communities_per_level": {str(k): v for k, v in report.communities_per_level.items()},
         "tree_nodes_per_level": {str(k): v for k, v in report.tree_nodes_per_level.items()},
     }
-    return records, vectors, meta

@@ -87,13 +87,13 @@ class StoreConfig(_Section):
 
 
 class Config(_Section):
-    models: ModelsConfig = ModelsConfig()
-    chunk: ChunkConfig = ChunkConfig()
-    extract: ExtractConfig = ExtractConfig()
-    resolve: ResolveConfig = ResolveConfig()
-    communities: CommunityConfig = CommunityConfig()
-    raptor: RaptorConfig = RaptorConfig()
-    store: StoreConfig = StoreConfig()
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    chunk: ChunkConfig = Field(default_factory=ChunkConfig)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    resolve: ResolveConfig = Field(default_factory=ResolveConfig)
+    communities: CommunityConfig = Field(default_factory=CommunityConfig)
+    raptor: RaptorConfig = Field(default_factory=RaptorConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:

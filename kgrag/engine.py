@@ -43,7 +43,12 @@ class Engine:
         scores = np.asarray(matrix @ self.encoder.encode_one(text))
         top = np.argsort(-scores, kind="stable")[:k]
         chosen = [(ids[i], float(scores[i])) for i in top]
-        return getattr(self, f"_{unit.replace('-', '_')}_hits")(chosen)
+        render = {
+            "chunk": self._chunk_hits,
+            "community": self._community_hits,
+            "tree-node": self._tree_node_hits,
+        }
+        return render[unit](chosen)
 
     def _chunk_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
         chunks = {c.id: c for c in self.reader.chunks([i for i, _ in chosen])}

@@ -34,7 +34,8 @@ def resolve_model_path(name: str) -> Path:
             model=name,
         ) from exc
     getter = getattr(module, "get_model_path", None)
-    candidate = Path(getter()) if callable(getter) else Path(module.__file__).parent / "model"
+    here = Path(module.__file__ or ".").parent
+    candidate = Path(getter()) if callable(getter) else here / "model"
     if not (candidate / "config.json").exists() and not (candidate / "modules.json").exists():
         raise ModelError(f"package {module_name} carries no model at {candidate}", model=name)
     return candidate

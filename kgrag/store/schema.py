@@ -31,22 +31,22 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(text, context, content='chunks', cont
                                            tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER,
                         entity_ids TEXT, PRIMARY KEY (chunk_id, idx));
-CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT);
+CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT) WITHOUT ROWID;
 CREATE TABLE mentions (entity_id TEXT, chunk_id TEXT, count INTEGER,
-                       PRIMARY KEY (entity_id, chunk_id));
+                       PRIMARY KEY (entity_id, chunk_id)) WITHOUT ROWID;
 CREATE INDEX mentions_chunk ON mentions(chunk_id);
 CREATE TABLE relations (id TEXT PRIMARY KEY, src TEXT, predicate TEXT, dst TEXT, weight REAL,
-                        kind TEXT, evidence TEXT);
+                        kind TEXT, evidence TEXT) WITHOUT ROWID;
 CREATE INDEX relations_src ON relations(src);
 CREATE INDEX relations_dst ON relations(dst);
-CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst));
+CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
 CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children TEXT,
                           members TEXT, report TEXT, rating REAL, leaves TEXT);
 CREATE INDEX communities_level ON communities(level);
 CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
                          leaves TEXT);
 CREATE INDEX tree_nodes_level ON tree_nodes(level);
-CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row));
+CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row)) WITHOUT ROWID;
 """
 
 

@@ -1,0 +1,63 @@
+"""The engine facade over a built graph: dense hits with unit, level, provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kgrag
+from ingest import build
+from ingest.load import load_paths
+from kgrag.config import load_config
+from kgrag.errors import InvalidParams, ModelError, VersionGone
+from tests.conftest import SCIENCE
+
+
+@pytest.fixture(scope="module")
+def engine(science_graph: Path):
+    with kgrag.open(science_graph) as e:
+        yield e
+
+
+def test_chunk_hits_find_the_passage_and_cite_it(engine):
+    hits = engine.query("In which city was Albert Einstein born?", k=3)
+    assert len(hits) == 3
+    top = hits[0]
+    assert top["chunk"]["context"] in {"Albert Einstein", "Ulm"}
+    assert (top["unit"], top["level"]) == ("chunk", 0)
+    assert top["provenance"]["leaves"] == [top["id"]]
+    assert top["citation"]["title"] == top["chunk"]["context"]
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+
+def test_community_and_tree_hits_carry_level_and_leaves(engine):
+    chunk_ids = {c.id for c in engine.reader.chunks()}
+    for unit in ("community", "tree-node"):
+        hits = engine.query("rivers flowing into seas", k=2, unit=unit)
+        assert hits and all(h["unit"] == unit for h in hits)
+        for h in hits:
+            assert h["level"] >= (0 if unit == "community" else 1)
+            assert h["provenance"]["leaves"] and set(h["provenance"]["leaves"]) <= chunk_ids
+            assert h["text"]
+
+
+def test_bad_parameters_name_the_field(engine):
+    with pytest.raises(InvalidParams) as err:
+        engine.query("x", unit="paragraph")
+    assert err.value.data["field"] == "unit" and err.value.code == -32602
+    with pytest.raises(InvalidParams) as err:
+        engine.query("x", k=0)
+    assert err.value.data["field"] == "k"
+
+
+def test_a_gone_version_is_refused(science_graph: Path):
+    with pytest.raises(VersionGone):
+        kgrag.open(science_graph, index_version="v999999")
+
+
+def test_an_unknown_model_fails_before_anything_is_written(tmp_path: Path):
+    config = load_config(models={"embedding": "no-such-model-package"})
+    with pytest.raises(ModelError, match="never downloads"):
+        build(load_paths([SCIENCE]).documents, tmp_path / "g", config)
+    assert not (tmp_path / "g" / "manifest.json").exists()
