@@ -10,7 +10,7 @@ import numpy as np
 
 from ingest import build, ingest_paths
 from ingest.load import load_paths
-from kgrag.store import open_store
+from kgrag.store import RECORD_KINDS, open_store
 from tests.conftest import SCIENCE, small_config
 
 
@@ -126,18 +126,7 @@ def test_reingesting_the_same_file_changes_nothing(science_graph: Path):
 def _dump(root: Path) -> dict[str, list]:
     store = open_store(root)
     db = sqlite3.connect(root / "versions" / store.current() / "graph.sqlite")
-    tables = [
-        "documents",
-        "chunks",
-        "sentences",
-        "entities",
-        "mentions",
-        "relations",
-        "synonyms",
-        "communities",
-        "tree_nodes",
-    ]
-    return {t: db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}
+    return {t: db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in RECORD_KINDS}
 
 
 def test_same_input_builds_the_same_graph(science_graph: Path, tmp_path: Path):
