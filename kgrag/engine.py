@@ -41,14 +41,18 @@ class Engine:
         if not ids:
             return []
         scores = np.asarray(matrix @ self.encoder.encode_one(text))
-        top = np.argsort(-scores, kind="stable")[:k]
+        # a community carried down a level unchanged has the same vector: keep its finest copy
+        top = np.argsort(-scores, kind="stable")[: k * 4 if unit == "community" else k]
         chosen = [(ids[i], float(scores[i])) for i in top]
         render = {
             "chunk": self._chunk_hits,
             "community": self._community_hits,
             "tree-node": self._tree_node_hits,
         }
-        return render[unit](chosen)
+        hits = render[unit](chosen)
+        seen: set[str] = set()
+        unique = [h for h in hits if not (h["text"] in seen or seen.add(h["text"]))]
+        return unique[:k]
 
     def _chunk_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
         chunks = {c.id: c for c in self.reader.chunks([i for i, _ in chosen])}
@@ -72,6 +76,7 @@ class Engine:
 
     def _community_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
         found = {m.id: m for m in self.reader.communities(ids=[i for i, _ in chosen])}
+        chosen = sorted(chosen, key=lambda c: (-c[1], found[c[0]].level, c[0]))
         return [
             _hit(i, s, found[i].report.text(), "community", found[i].level, list(found[i].leaves))
             | {"meta": {"title": found[i].report.title, "rating": found[i].rating}}

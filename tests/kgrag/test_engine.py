@@ -61,3 +61,14 @@ def test_an_unknown_model_fails_before_anything_is_written(tmp_path: Path):
     with pytest.raises(ModelError, match="never downloads"):
         build(load_paths([SCIENCE]).documents, tmp_path / "g", config)
     assert not (tmp_path / "g" / "manifest.json").exists()
+
+
+def test_community_copies_carried_down_a_level_are_returned_once(engine):
+    hits = engine.query("physicists born in European capitals", k=5, unit="community")
+    texts = [h["text"] for h in hits]
+    assert len(texts) == len(set(texts))
+    by_text = {}
+    for c in engine.reader.communities():
+        by_text.setdefault(c.report.text(), []).append(c.level)
+    for h in hits:
+        assert h["level"] == min(by_text[h["text"]])  # the finest copy
