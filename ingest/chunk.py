@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
+from kgrag.text import TOKEN_RE, count_tokens
 from kgrag.types import Chunk, Document
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then
 # whitespace; group 1 is the next visible character.
@@ -49,11 +48,6 @@ class _Unit:
     start: int
     end: int
     tokens: int
-
-
-def count_tokens(text: str) -> int:
-    """Word and punctuation tokens in ``text``: the token measure used everywhere."""
-    return sum(1 for _ in _TOKEN.finditer(text))
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -181,7 +175,7 @@ def _units(text: str, start: int, end: int, is_heading: bool, max_tokens: int) -
 def _cut_long(text: str, start: int, end: int, max_tokens: int) -> list[_Unit]:
     """The sentence ``text[start:end]`` as one unit, or cut at token
     boundaries into pieces of at most ``max_tokens`` tokens."""
-    spans = [m.span() for m in _TOKEN.finditer(text, start, end)]
+    spans = [m.span() for m in TOKEN_RE.finditer(text, start, end)]
     if len(spans) <= max_tokens:
         return [_Unit(start, end, len(spans))]
     return [

@@ -4,7 +4,7 @@
     ├── InvalidParams (-32602)          a parameter is wrong; data.field names it
     ├── Unsupported (-32005)            an option this engine does not offer; data.option
     ├── VersionGone (-32010)            a pinned indexVersion is no longer stored
-    ├── NotFound (-32004)               an id or graph that does not exist
+    ├── NotFound (-32015)               an id, cursor, session or graph that does not exist
     ├── InputError (-32602)             a source file could not be loaded; names the file
     ├── StoreError (-32603)             the on-disk graph is missing, broken or incompatible
     └── ModelError (-32603)             a configured model cannot be loaded (no download is tried)
@@ -41,7 +41,7 @@ class VersionGone(KgragError):
 
 
 class NotFound(KgragError):
-    code = -32004
+    code = -32015
 
 
 class InputError(KgragError):

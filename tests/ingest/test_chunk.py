@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from ingest.chunk import chunk_documents, count_tokens, split_sentences
+from ingest.chunk import chunk_documents, split_sentences
 from ingest.load import load_paths
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
+from kgrag.text import count_tokens
 from kgrag.types import Document
 
 

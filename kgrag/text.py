@@ -1,0 +1,13 @@
+"""Text measures shared by the write and read sides."""
+
+from __future__ import annotations
+
+import re
+
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Word and punctuation tokens in ``text``: the token measure used everywhere
+    (chunk sizes at ingest, ``tokenBudget`` packing at retrieval)."""
+    return sum(1 for _ in TOKEN_RE.finditer(text))
