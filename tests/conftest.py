@@ -10,6 +10,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DATA = Path(__file__).parent / "data"
+#: the shared multi-hop QA data beside the repository (tests using it skip without it)
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 SCIENCE = DATA / "science.json"
 
 

@@ -26,6 +26,8 @@ def resolve_model_path(name: str) -> Path:
         return path
     module_name = name.replace("-", "_")
     try:
+        if not module_name.isidentifier():  # a path that is not there, e.g. "./models/x"
+            raise ImportError(name)
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelError(

@@ -100,8 +100,9 @@ class GraphReader(ABC):
         """Ids and the (n, dim) float32 matrix of one vector kind, row-aligned."""
 
     @abstractmethod
-    def search_sparse(self, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 over chunk text and context: (chunk id, score), best first."""
+    def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
+        """BM25 over chunks (text and context), community reports or tree summaries:
+        (id, score), best first."""
 
     @abstractmethod
     def close(self) -> None:

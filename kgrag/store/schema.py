@@ -20,6 +20,13 @@ from ..types import (
 
 SCHEMA_VERSION = 1
 
+#: sparse-searchable kinds -> (FTS5 table, content table, key column of the content table)
+FTS = {
+    "chunks": ("chunks_fts", "chunks", "rid"),
+    "communities": ("communities_fts", "communities", "rowid"),
+    "tree_nodes": ("tree_nodes_fts", "tree_nodes", "rowid"),
+}
+
 DDL = """
 CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT, uri TEXT, meta TEXT, text TEXT,
                         sections TEXT);
@@ -46,6 +53,11 @@ CREATE INDEX communities_level ON communities(level);
 CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
                          leaves TEXT);
 CREATE INDEX tree_nodes_level ON tree_nodes(level);
+CREATE VIRTUAL TABLE communities_fts USING fts5(report, content='communities',
+                                                content_rowid='rowid',
+                                                tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE tree_nodes_fts USING fts5(summary, content='tree_nodes', content_rowid='rowid',
+                                               tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row)) WITHOUT ROWID;
 """
 

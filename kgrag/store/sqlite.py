@@ -191,7 +191,8 @@ class SQLiteGraphWriter(GraphWriter):
         )
 
     def commit(self, meta: dict[str, Any]) -> str:
-        self.db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        for fts, _, _ in schema.FTS.values():
+            self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
         self.db.commit()
         self.db.close()
         version = self.store._next_version()
@@ -342,15 +343,17 @@ class SQLiteGraphReader(GraphReader):
             self._vectors[kind] = (ids, matrix)
         return self._vectors[kind]
 
-    def search_sparse(self, query: str, k: int) -> list[tuple[str, float]]:
+    def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
+        if kind not in schema.FTS:
+            raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
         terms = [t for t in re.findall(r"\w+", query.lower()) if t not in self._stop]
         if not terms or k <= 0:
             return []
         match = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+        fts, table, key = schema.FTS[kind]
         sql = (
-            "SELECT c.id, -bm25(chunks_fts) AS s FROM chunks_fts "
-            "JOIN chunks c ON c.rid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
-            "ORDER BY s DESC, c.id LIMIT ?"
+            f"SELECT c.id, -bm25({fts}) AS s FROM {fts} JOIN {table} c ON c.{key} = {fts}.rowid "
+            f"WHERE {fts} MATCH ? ORDER BY s DESC, c.id LIMIT ?"
         )
         return [(r[0], float(r[1])) for r in self._rows(sql, (match, k))]
 

@@ -167,3 +167,11 @@ def test_empty_and_broken_stores_fail_clearly(store, tmp_path):
 def test_vectors_must_match_their_ids(store):
     with store.writer() as w, pytest.raises(StoreError, match="2 ids"):
         w.add_vectors("chunks", ["c:1", "c:2"], np.zeros((3, 4), np.float32))
+
+
+def test_sparse_search_over_reports_and_summaries(store):
+    _write(store)
+    with store.reader() as r:
+        assert r.search_sparse("Vistula", 3, kind="communities")[0][0] == "m:1"
+        assert r.search_sparse("rivers flow", 3, kind="tree_nodes")[0][0] == "t:1"
+        assert r.search_sparse("Amazon", 3, kind="communities") == []

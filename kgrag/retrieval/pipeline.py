@@ -1,0 +1,445 @@
+"""``retrieve``: transform -> recall -> fuse -> rerank -> MMR -> recency ->
+minScore -> session dedup -> paginate -> pack -> cite (RCP/1 §7.7).
+
+One :class:`Retriever` serves one graph version. Every step is
+deterministic: ties break on row order and nothing samples, so the same
+(query, params, indexVersion) gives the same hits whatever the seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import RetrievalConfig
+from ..encoders import Encoder
+from ..errors import InvalidParams, Unsupported
+from ..store import GraphReader
+from ..text import count_tokens
+from . import filters, stages, state
+from .params import RetrieveParams, parse_params
+from .units import UNITS, Source, canonical_rows, load_sources
+
+MODES = ("dense", "sparse", "hybrid")
+FUSIONS = ("rrf", "weighted")
+
+
+@dataclass(slots=True)
+class Plan:
+    """What a call will actually do, after defaults, clamping and degradation."""
+
+    p: RetrieveParams
+    query: str
+    unit: str
+    mode: str
+    k: int
+    candidate_k: int
+    top_n: int
+    fusion: str
+    rerank: str | None
+    rewrite: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+class Retriever:
+    """Chunk, document, community and tree-node retrieval over one graph version."""
+
+    def __init__(
+        self,
+        reader: GraphReader,
+        encoder: Encoder,
+        config: RetrievalConfig,
+        *,
+        sessions: state.Sessions | None = None,
+    ) -> None:
+        self.reader = reader
+        self.encoder = encoder
+        self.config = config
+        self.sessions = sessions or state.Sessions()
+        self.sources: dict[str, Source] = load_sources(reader)
+        self.fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
+        self._rerankers: dict[str, Any] = {}
+
+    # -- capabilities ------------------------------------------------------------------
+
+    def rerank_methods(self) -> list[str]:
+        from .rerank import available_methods
+
+        return available_methods(self.config.cross_encoder, self.encoder)
+
+    def transform_methods(self) -> list[str]:
+        from .transform import METHODS
+
+        return list(METHODS)
+
+    def capabilities(self) -> dict[str, Any]:
+        """The ``retrieve`` capability metadata (spec §6.1) this retriever honours."""
+        levels = max(
+            (int(s.levels.max()) + 1 for s in self.sources.values() if len(s.levels)), default=1
+        )
+        return {
+            "maxK": self.config.max_k,
+            "modes": list(MODES),
+            "fusion": list(FUSIONS),
+            "mmr": True,
+            "rerankBuiltin": bool(self.rerank_methods()),
+            "units": list(UNITS),
+            "levels": levels,
+            "tokenBudget": True,
+            "confidence": True,
+            "deterministic": True,
+            "snapshots": True,
+            "scoreScale": "unbounded",
+            "defaultMode": "hybrid",
+        }
+
+    # -- the call ----------------------------------------------------------------------
+
+    def retrieve(self, raw: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        params = parse_params(raw)
+        plan = self._plan(params)
+        source = self.sources[plan.unit]
+        queries, rewritten = self._transform(plan)
+        eligible = self._eligible(plan, source)
+        qvecs = self.encoder.encode(queries)
+        dense_all = np.max(source.matrix @ qvecs.T, axis=1) if len(source.ids) else np.zeros(0)
+        ranked, stage_scores, candidates = self._recall(plan, source, queries, qvecs, eligible)
+        ranked, reranked = self._rerank(plan, source, ranked, stage_scores)
+        if params.mmr is not None:
+            ranked = stages.mmr(ranked, source.matrix, dense_all, params.mmr.lambda_, len(ranked))
+        ranked = self._recency(plan, source, ranked, stage_scores)
+        if params.minScore is not None:
+            ranked = [(r, s) for r, s in ranked if s >= params.minScore]
+        if params.sessionId:
+            seen = self.sessions.seen(params.sessionId)
+            ranked = [(r, s) for r, s in ranked if source.ids[r] not in seen]
+        hits, next_offset = self._page(plan, source, ranked, dense_all, stage_scores, raw)
+        if params.sessionId:
+            self.sessions.add(params.sessionId, [h["id"] for h in hits])
+        result: dict[str, Any] = {"hits": hits, "indexVersion": self.reader.index_version}
+        if next_offset is not None:
+            key = state.request_key(raw if isinstance(raw, dict) else params.model_dump())
+            result["nextCursor"] = state.make_cursor(next_offset, key, self.reader.index_version)
+        result["usage"] = {
+            "candidates": candidates,
+            "reranked": reranked,
+            "latencyMs": round((time.perf_counter() - started) * 1000, 1),
+            "tokens": sum(count_tokens(h.get("text", "")) for h in hits)
+            if params.includeText
+            else 0,
+        }
+        if plan.notes:
+            result["usage"]["notes"] = plan.notes
+        if rewritten is not None:
+            result["rewrittenQuery"] = rewritten
+        return result
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _option(
+        self, plan_notes: list[str], strict: bool, ok: bool, option: str, message: str
+    ) -> bool:
+        """Apply the strict rule (§7.7): unsupported -> -32005, or degrade with a note."""
+        if ok:
+            return True
+        if strict:
+            raise Unsupported(message, option=option)
+        plan_notes.append(f"{message}; ignored (strict=false)")
+        return False
+
+    def _plan(self, p: RetrieveParams) -> Plan:
+        notes: list[str] = []
+        query = p.query_text()
+        opt = self._option
+        unit = (
+            p.unit
+            if opt(notes, p.strict, p.unit in UNITS, "unit", f"unit {p.unit!r} is not served")
+            else "chunk"
+        )
+        mode = p.mode or "hybrid"
+        if not opt(notes, p.strict, mode in MODES, "mode", f"mode {mode!r} is not supported"):
+            mode = "hybrid"
+        opt(
+            notes,
+            p.strict,
+            p.modality == "text",
+            "modality",
+            f"modality {p.modality!r} is not supported",
+        )
+        fusion = p.fusion.method if p.fusion else "rrf"
+        if not opt(
+            notes,
+            p.strict,
+            fusion in FUSIONS,
+            "fusion.method",
+            f"fusion {fusion!r} is not supported",
+        ):
+            fusion = "rrf"
+        rerank = p.rerank.method if p.rerank else None
+        if rerank and not opt(
+            notes,
+            p.strict,
+            rerank in self.rerank_methods(),
+            "rerank.method",
+            f"rerank method {rerank!r} is not available",
+        ):
+            rerank = None
+        rewrite = p.rewrite or None
+        if rewrite and not opt(
+            notes,
+            p.strict,
+            rewrite in self.transform_methods(),
+            "rewrite",
+            f"rewrite {rewrite!r} is not supported",
+        ):
+            rewrite = None
+        if p.filter is not None and unit not in ("chunk", "document"):
+            opt(
+                notes,
+                p.strict,
+                False,
+                "filter",
+                f"filters apply to chunk and document units, not {unit}",
+            )
+        if p.level is not None and unit in ("chunk", "document") and p.level != 0:
+            opt(notes, p.strict, False, "level", f"unit {unit} has only level 0")
+        k, candidate_k, top_n = self._funnel(p, rerank)
+        return Plan(p, query, unit, mode, k, candidate_k, top_n, fusion, rerank, rewrite, notes)
+
+    def _funnel(self, p: RetrieveParams, rerank: str | None) -> tuple[int, int, int]:
+        """Clamp k, candidateK and rerank.topN; enforce candidateK >= topN >= k (§3.3)."""
+        c = self.config
+        k = min(p.k, c.max_k)
+        candidate_k = min(
+            p.candidateK if p.candidateK is not None else max(k, c.candidate_k), c.max_candidates
+        )
+        if candidate_k < k:
+            raise InvalidParams(
+                f"candidateK ({candidate_k}) must be >= k ({k})", field="candidateK"
+            )
+        top_n = candidate_k
+        if p.rerank:
+            top_n = min(
+                p.rerank.topN if p.rerank.topN is not None else max(k, min(candidate_k, 50)),
+                c.max_candidates,
+            )
+            if top_n > candidate_k:
+                raise InvalidParams(
+                    f"rerank.topN ({top_n}) must be <= candidateK ({candidate_k})",
+                    field="rerank.topN",
+                )
+            if top_n < k:
+                raise InvalidParams(
+                    f"rerank.topN ({top_n}) must be >= k ({k})", field="rerank.topN"
+                )
+        return k, candidate_k, top_n
+
+    def _transform(self, plan: Plan) -> tuple[list[str], str | None]:
+        """The queries recall runs, and the rewritten query to report."""
+        if not plan.rewrite:
+            return [plan.query], None
+        from ..nlp import load_spacy
+        from .transform import transform
+
+        out = transform(
+            plan.query,
+            plan.rewrite,
+            nlp=load_spacy(self.reader.manifest.get("models", {}).get("spacy", "auto")),
+            facts=self._facts,
+            n=3,
+        )
+        if plan.rewrite == "hyde" and out.hypothetical:
+            return [out.hypothetical, *out.queries], out.hypothetical
+        return list(out.queries), " | ".join(out.queries)
+
+    def _facts(self, names: Any) -> list[str]:
+        """Fact sentences about entities named in a query, for HyDE."""
+        wanted = {n.casefold() for n in names}
+        ents = [e for e in self._entities() if e.name.casefold() in wanted]
+        if not ents:
+            return []
+        by_id = {e.id: e.name for e in self._entities()}
+        rels = [r for r in self.reader.relations(touching=[e.id for e in ents]) if r.kind == "svo"]
+        rels.sort(key=lambda r: (-r.weight, r.id))
+        return [f"{by_id[r.src]} {r.predicate} {by_id[r.dst]}" for r in rels[:8]]
+
+    def _entities(self) -> list[Any]:
+        if not hasattr(self, "_entity_cache"):
+            self._entity_cache = self.reader.entities()
+        return self._entity_cache
+
+    def _eligible(self, plan: Plan, source: Source) -> np.ndarray:
+        """Rows that may be returned: the level, no carried-down copies, the filter."""
+        rows = source.rows(plan.p.level)
+        if source.unit == "community" and plan.p.level is None:
+            rows = np.intersect1d(rows, canonical_rows(source))
+        if plan.p.filter is not None and source.unit in ("chunk", "document"):
+            predicate = filters.compile_filter(plan.p.filter, self.fields)
+            if predicate is not None:
+                rows = np.array(
+                    [r for r in rows if predicate(source.items[r].meta)], dtype=np.int64
+                )
+        return rows
+
+    # -- stages ----------------------------------------------------------------------------
+
+    def _recall(
+        self,
+        plan: Plan,
+        source: Source,
+        queries: list[str],
+        qvecs: np.ndarray,
+        eligible: np.ndarray,
+    ) -> tuple[stages.Ranked, dict[str, dict[int, float]], int]:
+        """Dense, sparse or hybrid recall for every query, fused into one list."""
+        scores: dict[str, dict[int, float]] = {"dense": {}, "sparse": {}}
+        allowed = set(eligible.tolist())
+        per_query: dict[str, stages.Ranked] = {}
+        for i, (q, vec) in enumerate(zip(queries, qvecs, strict=True)):
+            lists: dict[str, stages.Ranked] = {}
+            if plan.mode in ("dense", "hybrid"):
+                lists["dense"] = stages.top_rows(source.matrix @ vec, eligible, plan.candidate_k)
+            if plan.mode in ("sparse", "hybrid"):
+                found = source.sparse(q, plan.candidate_k * (4 if plan.p.filter else 1))
+                lists["sparse"] = [(r, s) for r, s in found if r in allowed][: plan.candidate_k]
+            for name, ranked in lists.items():
+                for r, s in ranked:
+                    scores[name][r] = max(scores[name].get(r, -math.inf), s)
+            per_query[f"q{i}"] = (
+                self._fuse(plan, lists) if len(lists) > 1 else next(iter(lists.values()))
+            )
+        if len(per_query) == 1:
+            ranked = next(iter(per_query.values()))
+        else:
+            ranked = stages.fuse(per_query, "rrf", rrf_k=self._rrf_k(plan), weights=None)
+        if plan.mode == "hybrid" or len(per_query) > 1:
+            scores["fused"] = dict(ranked)
+        candidates = len({r for lst in per_query.values() for r, _ in lst})
+        return ranked[: plan.candidate_k], scores, candidates
+
+    def _rrf_k(self, plan: Plan) -> int:
+        return plan.p.fusion.rrfK if plan.p.fusion else 60
+
+    def _fuse(self, plan: Plan, lists: dict[str, stages.Ranked]) -> stages.Ranked:
+        weights = plan.p.fusion.weights if plan.p.fusion else None
+        if weights is not None and not set(weights) <= {"dense", "sparse"}:
+            raise InvalidParams(
+                "fusion.weights keys must be 'dense' and/or 'sparse'", field="fusion.weights"
+            )
+        return stages.fuse(lists, plan.fusion, rrf_k=self._rrf_k(plan), weights=weights)
+
+    def _rerank(
+        self, plan: Plan, source: Source, ranked: stages.Ranked, scores: dict[str, dict[int, float]]
+    ) -> tuple[stages.Ranked, int]:
+        if not plan.rerank or not ranked:
+            return ranked, 0
+        from .rerank import load_reranker
+
+        if plan.rerank not in self._rerankers:
+            self._rerankers[plan.rerank] = load_reranker(
+                plan.rerank, cross_encoder_model=self.config.cross_encoder, encoder=self.encoder
+            )
+        head = ranked[: plan.top_n]
+        values = self._rerankers[plan.rerank].score(
+            plan.query, [source.items[r].text for r, _ in head]
+        )
+        scores["rerank"] = {r: float(v) for (r, _), v in zip(head, values, strict=True)}
+        order = sorted(range(len(head)), key=lambda i: (-values[i], head[i][0]))
+        return [(head[i][0], float(values[i])) for i in order], len(head)
+
+    def _recency(
+        self, plan: Plan, source: Source, ranked: stages.Ranked, scores: dict[str, dict[int, float]]
+    ) -> stages.Ranked:
+        rec = plan.p.recency
+        if rec is None or not ranked:
+            return ranked
+        if source.unit not in ("chunk", "document"):
+            self._option(
+                plan.notes,
+                plan.p.strict,
+                False,
+                "recency",
+                f"recency applies to chunks, not {source.unit}",
+            )
+            return ranked
+        if self.fields.get(rec.field) not in ("date", "int", "float"):
+            raise InvalidParams(
+                f"recency.field {rec.field!r} is not a date field of this graph",
+                field="recency.field",
+            )
+        factors = stages.recency_factors(
+            [source.items[r].meta for r, _ in ranked], rec.field, rec.halfLifeDays
+        )
+        scores["recency"] = {r: float(f) for (r, _), f in zip(ranked, factors, strict=True)}
+        out = [(r, s * float(f)) for (r, s), f in zip(ranked, factors, strict=True)]
+        return sorted(out, key=lambda rs: (-rs[1], rs[0]))
+
+    def _page(
+        self,
+        plan: Plan,
+        source: Source,
+        ranked: stages.Ranked,
+        dense: np.ndarray,
+        scores: dict[str, dict[int, float]],
+        raw: Any,
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        offset = 0
+        if plan.p.cursor:
+            key = state.request_key(raw if isinstance(raw, dict) else plan.p.model_dump())
+            offset = state.read_cursor(plan.p.cursor, key, self.reader.index_version)
+        rest = ranked[offset:]
+        texts = [source.items[r].text for r, _ in rest[: plan.k]]
+        n = stages.pack(texts, [count_tokens(t) for t in texts], plan.k, plan.p.tokenBudget)
+        hits = [self._hit(plan, source, r, s, dense, scores) for r, s in rest[:n]]
+        more = offset + n < len(ranked)
+        return hits, (offset + n if more else None)
+
+    def _confidence(self, cosine: float) -> float:
+        z = self.config.confidence_slope * cosine + self.config.confidence_bias
+        return round(1.0 / (1.0 + math.exp(-z)), 6)
+
+    def _hit(
+        self,
+        plan: Plan,
+        source: Source,
+        row: int,
+        score: float,
+        dense: np.ndarray,
+        scores: dict[str, dict[int, float]],
+    ) -> dict[str, Any]:
+        from .trust import assess, sanitize
+
+        item = source.items[row]
+        trust = assess(item.text)
+        text = sanitize(item.text)[0] if trust.sanitized else item.text
+        hit: dict[str, Any] = {
+            "id": item.id,
+            "score": round(stages.finite(score), 6),
+            "confidence": self._confidence(float(dense[row])),
+            "unit": source.unit,
+            "level": item.level,
+        }
+        if plan.p.includeText:
+            hit["text"] = text
+        hit["meta"] = dict(item.meta)
+        if plan.p.includeVectors:
+            hit["vector"] = [round(float(x), 7) for x in source.matrix[row]]
+        stage = {"dense": round(float(dense[row]), 6)}
+        stage |= {
+            name: round(v[row], 6) for name, v in scores.items() if name != "dense" and row in v
+        }
+        hit["scores"] = stage
+        if item.citation:
+            hit["citation"] = dict(item.citation) | (
+                {"page": item.meta["page"]} if "page" in item.meta else {}
+            )
+        hit["provenance"] = {"leaves": list(item.leaves)}
+        hit["trust"] = trust.to_wire()
+        if item.chunk is not None:
+            hit["chunk"] = dict(item.chunk)
+        return hit

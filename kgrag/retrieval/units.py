@@ -1,0 +1,182 @@
+"""What ``retrieve`` ranks, per unit: chunks, documents, communities, tree nodes.
+
+A :class:`Source` holds one unit's vectors and everything needed to turn a
+row into a hit: text, level, leaves, metadata for filters, citation. It is
+built once per opened graph version and shared by all calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..encoders import normalise
+from ..store import GraphReader
+
+UNITS = ("chunk", "document", "community", "tree-node")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One retrievable thing, ready to become a hit."""
+
+    id: str
+    text: str
+    level: int
+    leaves: tuple[str, ...]
+    meta: dict[str, Any]  # filterable fields
+    citation: dict[str, Any] = field(default_factory=dict)
+    chunk: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Source:
+    """One unit's rows: ids, unit vectors, levels and the items behind them."""
+
+    unit: str
+    ids: list[str]
+    matrix: np.ndarray
+    levels: np.ndarray
+    items: list[Item]
+    sparse: Callable[[str, int], list[tuple[int, float]]]  # query, k -> (row, bm25)
+
+    def rows(self, level: int | None) -> np.ndarray:
+        """Row indexes eligible at ``level`` (all when None)."""
+        if level is None:
+            return np.arange(len(self.ids))
+        return np.flatnonzero(self.levels == level)
+
+
+def load_sources(reader: GraphReader) -> dict[str, Source]:
+    """Every unit's source for one graph version."""
+    chunk = _chunk_source(reader)
+    return {
+        "chunk": chunk,
+        "document": _document_source(reader, chunk),
+        "community": _community_source(reader),
+        "tree-node": _tree_source(reader),
+    }
+
+
+def _sparse_rows(reader: GraphReader, kind: str, ids: list[str]) -> Callable[..., Any]:
+    row_of = {id_: i for i, id_ in enumerate(ids)}
+
+    def search(query: str, k: int) -> list[tuple[int, float]]:
+        return [(row_of[i], s) for i, s in reader.search_sparse(query, k, kind) if i in row_of]
+
+    return search
+
+
+def _chunk_source(reader: GraphReader) -> Source:
+    ids, matrix = reader.vectors("chunks")
+    chunks = {c.id: c for c in reader.chunks()}
+    docs = {d.id: d for d in reader.documents()}
+    items = []
+    for id_ in ids:
+        c = chunks[id_]
+        d = docs[c.doc_id]
+        source = str(d.meta.get("source", ""))
+        meta = dict(c.meta) | {
+            "docId": c.doc_id,
+            "title": d.title,
+            "source": source,
+            "section": c.context,
+        }
+        items.append(
+            Item(
+                id_,
+                c.text,
+                0,
+                (id_,),
+                meta,
+                {"source": source, "uri": d.uri, "title": d.title, "start": c.start, "end": c.end},
+                {"docId": c.doc_id, "index": c.index, "context": c.context},
+            )
+        )
+    levels = np.zeros(len(ids), dtype=np.int64)
+    return Source(
+        "chunk", list(ids), np.asarray(matrix), levels, items, _sparse_rows(reader, "chunks", ids)
+    )
+
+
+def _document_source(reader: GraphReader, chunk: Source) -> Source:
+    by_doc: dict[str, list[int]] = {}
+    for row, item in enumerate(chunk.items):
+        by_doc.setdefault(item.meta["docId"], []).append(row)
+    docs = {d.id: d for d in reader.documents()}
+    ids = sorted(by_doc)
+    dim = chunk.matrix.shape[1] if chunk.matrix.ndim == 2 else 0
+    matrix = (
+        normalise(np.stack([chunk.matrix[by_doc[i]].mean(axis=0) for i in ids]))
+        if ids
+        else np.zeros((0, dim))
+    )
+    items = []
+    for id_ in ids:
+        d = docs[id_]
+        first = chunk.items[by_doc[id_][0]]
+        meta = {k: v for k, v in first.meta.items() if k != "section"}
+        leaves = tuple(chunk.ids[r] for r in by_doc[id_])
+        citation = {"source": meta["source"], "uri": d.uri, "title": d.title}
+        items.append(Item(id_, d.text, 0, leaves, meta, citation))
+    doc_row = {id_: i for i, id_ in enumerate(ids)}
+
+    def sparse(query: str, k: int) -> list[tuple[int, float]]:
+        best: dict[int, float] = {}
+        for row, score in chunk.sparse(query, k * 4):
+            r = doc_row[chunk.items[row].meta["docId"]]
+            best[r] = max(best.get(r, 0.0), score)
+        return sorted(best.items(), key=lambda rs: (-rs[1], rs[0]))[:k]
+
+    return Source("document", ids, matrix, np.zeros(len(ids), dtype=np.int64), items, sparse)
+
+
+def _community_source(reader: GraphReader) -> Source:
+    ids, matrix = reader.vectors("communities")
+    found = {c.id: c for c in reader.communities()}
+    items = []
+    for id_ in ids:
+        c = found[id_]
+        meta = {"level": c.level, "rating": c.rating, "size": len(c.members)}
+        items.append(Item(id_, c.report.text(), c.level, c.leaves, meta, {"title": c.report.title}))
+    levels = np.array([it.level for it in items], dtype=np.int64)
+    return Source(
+        "community",
+        list(ids),
+        np.asarray(matrix),
+        levels,
+        items,
+        _sparse_rows(reader, "communities", ids),
+    )
+
+
+def _tree_source(reader: GraphReader) -> Source:
+    ids, matrix = reader.vectors("tree_nodes")
+    found = {t.id: t for t in reader.tree_nodes()}
+    items = []
+    for id_ in ids:
+        t = found[id_]
+        meta = {"level": t.level, "size": len(t.leaves)}
+        items.append(Item(id_, t.summary, t.level, t.leaves, meta))
+    levels = np.array([it.level for it in items], dtype=np.int64)
+    return Source(
+        "tree-node",
+        list(ids),
+        np.asarray(matrix),
+        levels,
+        items,
+        _sparse_rows(reader, "tree_nodes", ids),
+    )
+
+
+def canonical_rows(source: Source) -> np.ndarray:
+    """Rows without the copies a community hierarchy carries down a level unchanged:
+    of several communities with the same leaves and text, the finest stays."""
+    seen: dict[tuple[str, tuple[str, ...]], int] = {}
+    for row in np.argsort(source.levels, kind="stable"):
+        item = source.items[row]
+        seen.setdefault((item.text, item.leaves), int(row))
+    return np.array(sorted(seen.values()), dtype=np.int64)
