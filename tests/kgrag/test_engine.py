@@ -10,7 +10,7 @@ import kgrag
 from ingest import build
 from ingest.load import load_paths
 from kgrag.config import load_config
-from kgrag.errors import InvalidParams, ModelError, VersionGone
+from kgrag.errors import InvalidParams, ModelError, Unsupported, VersionGone
 from tests.conftest import SCIENCE
 
 
@@ -42,10 +42,10 @@ def test_community_and_tree_hits_carry_level_and_leaves(engine):
             assert h["text"]
 
 
-def test_bad_parameters_name_the_field(engine):
-    with pytest.raises(InvalidParams) as err:
+def test_bad_parameters_name_the_field_or_option(engine):
+    with pytest.raises(Unsupported) as err:
         engine.query("x", unit="paragraph")
-    assert err.value.data["field"] == "unit" and err.value.code == -32602
+    assert err.value.data["option"] == "unit" and err.value.code == -32005
     with pytest.raises(InvalidParams) as err:
         engine.query("x", k=0)
     assert err.value.data["field"] == "k"

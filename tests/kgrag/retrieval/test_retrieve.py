@@ -11,6 +11,7 @@ import rcp
 
 import kgrag
 from ingest import ingest_paths
+from kgrag.config import load_config
 from kgrag.errors import InvalidParams, Unsupported, VersionGone
 from kgrag.text import count_tokens
 from tests.conftest import DATA, small_config
@@ -315,3 +316,20 @@ def test_malformed_params(science, params, field):
     with pytest.raises(InvalidParams) as err:
         science.retrieve(params)
     assert err.value.data["field"] == field
+
+
+def test_cross_encoder_rerank_when_configured(science_graph, cross_encoder_dir):
+    config = load_config(retrieval={"cross_encoder": str(cross_encoder_dir)})
+    with kgrag.open(science_graph, config=config) as engine:
+        assert "cross-encoder" in engine.retriever().rerank_methods()
+        result = engine.retrieve(
+            {
+                "query": "Who married Pierre Curie?",
+                "k": 2,
+                "rerank": {"method": "cross-encoder", "topN": 5},
+            }
+        )
+        assert result["usage"]["reranked"] == 5
+        assert all("rerank" in h["scores"] for h in result["hits"])
+    with kgrag.open(science_graph) as engine, pytest.raises(Unsupported):
+        engine.retrieve({"query": "x", "rerank": {"method": "cross-encoder"}})
