@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import KgragError
+from .errors import InvalidParams, KgragError
 
 EXIT_OK, EXIT_INPUT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--corpus", help="build the graph from this corpus first if it has no version")
     ev.add_argument("--modes", default="dense,sparse,hybrid", help="comma-separated retrieve modes")
     ev.add_argument("--k", default="2,5", help="comma-separated recall depths")
+    ev.add_argument(
+        "--params",
+        default="{}",
+        help='extra retrieve params as JSON, e.g. \'{"rerank": {"method": "colbert"}}\'',
+    )
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--out", help="also write the figures as JSON here")
     info = sub.add_parser("info", help="versions and counts of a graph")
@@ -141,13 +146,19 @@ def _eval(args: argparse.Namespace) -> int:
         from ingest import ingest_paths
 
         print(ingest_paths([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
+    try:
+        extra = json.loads(args.params)
+    except ValueError as exc:
+        raise InvalidParams(f"--params is not JSON: {exc}", field="params") from exc
+    if not isinstance(extra, dict):
+        raise InvalidParams("--params must be a JSON object", field="params")
     questions = load_questions(args.questions)[: args.limit]
     ks = [int(k) for k in args.k.split(",")]
     rows = []
     with open_engine(args.graph) as engine:
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
-            figures = evaluate(questions, chunk_searcher(engine, {"mode": mode}), ks)
-            rows.append({"mode": mode} | figures)
+            figures = evaluate(questions, chunk_searcher(engine, extra | {"mode": mode}), ks)
+            rows.append({"mode": mode, "params": extra} | figures)
             print(" ".join(f"{k}={v}" for k, v in rows[-1].items()))
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))

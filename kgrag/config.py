@@ -90,10 +90,10 @@ class RetrievalConfig(_Section):
         "installed package carrying one. None: the method is not offered.",
     )
     confidence_slope: float = Field(
-        11.34, description="Logistic calibration of hit confidence from query cosine (slope)."
+        13.84, description="Logistic calibration of hit confidence from query cosine (slope)."
     )
     confidence_bias: float = Field(
-        -6.54, description="Logistic calibration of hit confidence from query cosine (bias)."
+        -8.336, description="Logistic calibration of hit confidence from query cosine (bias)."
     )
 
 

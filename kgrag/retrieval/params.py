@@ -71,9 +71,9 @@ class RetrieveParams(_Wire):
 
     def query_text(self) -> str:
         """The query as text: a string, or the text of its Content blocks."""
-        blocks = self.query if isinstance(self.query, list) else [self.query]
         if isinstance(self.query, str):
             return self.query
+        blocks: list[dict[str, Any]] = self.query if isinstance(self.query, list) else [self.query]
         texts = []
         for i, block in enumerate(blocks):
             if block.get("type") != "text" or not isinstance(block.get("text"), str):

@@ -26,6 +26,8 @@ from .units import UNITS, Source, canonical_rows, load_sources
 
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = ("rrf", "weighted")
+#: RRF weight of each transformed query's list against the original query's 1.0
+TRANSFORM_WEIGHT = 0.2
 
 
 @dataclass(slots=True)
@@ -253,9 +255,12 @@ class Retriever:
             facts=self._facts,
             n=3,
         )
+        extra = list(out.queries)
         if plan.rewrite == "hyde" and out.hypothetical:
-            return [out.hypothetical, *out.queries], out.hypothetical
-        return list(out.queries), " | ".join(out.queries)
+            extra = [out.hypothetical]
+        rewritten = " | ".join(extra)
+        # the original query always runs too: a transform adds evidence, it never replaces the ask
+        return list(dict.fromkeys([plan.query, *extra])), rewritten
 
     def _facts(self, names: Any) -> list[str]:
         """Fact sentences about entities named in a query, for HyDE."""
@@ -316,7 +321,8 @@ class Retriever:
         if len(per_query) == 1:
             ranked = next(iter(per_query.values()))
         else:
-            ranked = stages.fuse(per_query, "rrf", rrf_k=self._rrf_k(plan), weights=None)
+            weights = {name: (1.0 if name == "q0" else TRANSFORM_WEIGHT) for name in per_query}
+            ranked = stages.fuse(per_query, "rrf", rrf_k=self._rrf_k(plan), weights=weights)
         if plan.mode == "hybrid" or len(per_query) > 1:
             scores["fused"] = dict(ranked)
         candidates = len({r for lst in per_query.values() for r, _ in lst})

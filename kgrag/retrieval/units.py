@@ -141,7 +141,8 @@ def _community_source(reader: GraphReader) -> Source:
     for id_ in ids:
         c = found[id_]
         meta = {"level": c.level, "rating": c.rating, "size": len(c.members)}
-        items.append(Item(id_, c.report.text(), c.level, c.leaves, meta, {"title": c.report.title}))
+        citation = {"source": "community-report", "title": c.report.title}
+        items.append(Item(id_, c.report.text(), c.level, c.leaves, meta, citation))
     levels = np.array([it.level for it in items], dtype=np.int64)
     return Source(
         "community",
@@ -160,7 +161,7 @@ def _tree_source(reader: GraphReader) -> Source:
     for id_ in ids:
         t = found[id_]
         meta = {"level": t.level, "size": len(t.leaves)}
-        items.append(Item(id_, t.summary, t.level, t.leaves, meta))
+        items.append(Item(id_, t.summary, t.level, t.leaves, meta, {"source": "raptor-summary"}))
     levels = np.array([it.level for it in items], dtype=np.int64)
     return Source(
         "tree-node",

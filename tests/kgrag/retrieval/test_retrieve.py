@@ -14,6 +14,7 @@ from ingest import ingest_paths
 from kgrag.config import load_config
 from kgrag.errors import InvalidParams, Unsupported, VersionGone
 from kgrag.text import count_tokens
+from kgrag.wire import RetrieveResult
 from tests.conftest import DATA, small_config
 
 NEWS = DATA / "news.jsonl"
@@ -62,6 +63,7 @@ def test_each_mode_finds_the_passage(science, mode):
     assert set(hit["chunk"]) == {"docId", "index", "context"}
     assert "dense" in hit["scores"] and (mode == "dense" or "sparse" in hit["scores"])
     assert result["usage"]["candidates"] >= 3 and result["usage"]["latencyMs"] >= 0
+    RetrieveResult.model_validate(result)  # the full RCP Hit shape, nothing extra
 
 
 def test_hybrid_fusion_is_the_reference_rrf(science):
@@ -226,6 +228,8 @@ def test_units_and_levels(science):
             {"query": "physicists", "k": 3, "unit": "community", "level": level}
         )["hits"]
         assert hits and all(h["unit"] == "community" and h["level"] == level for h in hits)
+    for unit in ("document", "community", "tree-node"):
+        RetrieveResult.model_validate(science.retrieve({"query": "rivers", "k": 3, "unit": unit}))
     tree = science.retrieve({"query": "rivers", "k": 2, "unit": "tree-node", "level": 1})["hits"]
     assert tree and all(h["level"] == 1 and h["provenance"]["leaves"] for h in tree)
 
