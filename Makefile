@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_GRAPH ?= graphs/demo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench eval clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +33,14 @@ lint: install
 
 bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/ingest_bench.py --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json
+
+BENCH ?= ../shared/bench
+eval: install
+	for set in musique/musique100 hotpotqa/hotpotqa100; do \
+		name=$$(basename $$set); \
+		HF_HUB_OFFLINE=1 $(BIN)/kgrag eval --graph graphs/$$name --corpus $(BENCH)/$${set}_corpus.json \
+			--questions $(BENCH)/$$set.json --modes dense,sparse,hybrid; \
+	done
 
 clean:
 	rm -rf $(VENV) $(DEMO_GRAPH)
