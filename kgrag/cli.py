@@ -48,7 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--graph", required=True, help="graph built from the set's corpus")
     ev.add_argument("--questions", required=True, help="MuSiQue, HotpotQA or 2Wiki questions file")
     ev.add_argument("--corpus", help="build the graph from this corpus first if it has no version")
-    ev.add_argument("--modes", default="dense,sparse,hybrid", help="comma-separated retrieve modes")
+    ev.add_argument(
+        "--modes",
+        default="dense,sparse,hybrid",
+        help="comma-separated: dense, sparse, hybrid (retrieve) and local (graph PPR)",
+    )
     ev.add_argument("--k", default="2,5", help="comma-separated recall depths")
     ev.add_argument(
         "--params",

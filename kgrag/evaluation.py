@@ -84,12 +84,18 @@ def evaluate(
 
 
 def chunk_searcher(engine: Any, params: dict[str, Any]) -> Callable[[str, int], list[str]]:
-    """A ``search`` over an engine: retrieve chunks, map them to passage keys."""
+    """A ``search`` over an engine: retrieve chunks, map them to passage keys.
+
+    ``params["mode"] == "local"`` runs the graph op ``local`` instead of ``retrieve``.
+    """
     docs = {d.id: f"{d.title}\n{d.text}" for d in engine.reader.documents()}
     doc_of = {c.id: c.doc_id for c in engine.reader.chunks()}
 
     def search(question: str, n: int) -> list[str]:
-        hits = engine.retrieve(params | {"query": question, "k": n * 3})["hits"]
+        if params.get("mode") == "local":
+            hits = engine.graph({"op": "local", "query": question, "k": n * 3})["hits"]
+        else:
+            hits = engine.retrieve(params | {"query": question, "k": n * 3})["hits"]
         return [docs[doc_of[h["id"]]] for h in hits]
 
     return search
