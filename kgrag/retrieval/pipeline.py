@@ -38,6 +38,7 @@ class Plan:
     query: str
     unit: str
     mode: str
+    level: int | None
     k: int
     candidate_k: int
     top_n: int
@@ -143,75 +144,47 @@ class Retriever:
 
     # -- planning ------------------------------------------------------------------------
 
-    def _option(
-        self, plan_notes: list[str], strict: bool, ok: bool, option: str, message: str
-    ) -> bool:
-        """Apply the strict rule (§7.7): unsupported -> -32005, or degrade with a note."""
-        if ok:
-            return True
-        if strict:
-            raise Unsupported(message, option=option)
-        plan_notes.append(f"{message}; ignored (strict=false)")
-        return False
-
     def _plan(self, p: RetrieveParams) -> Plan:
+        """Defaults, clamping and the strict rule (§7.7): an option outside what this
+        engine offers is -32005, or, with ``strict`` false, replaced by its fallback
+        and noted in ``usage.notes``."""
         notes: list[str] = []
-        query = p.query_text()
-        opt = self._option
-        unit = (
-            p.unit
-            if opt(notes, p.strict, p.unit in UNITS, "unit", f"unit {p.unit!r} is not served")
-            else "chunk"
-        )
-        mode = p.mode or "hybrid"
-        if not opt(notes, p.strict, mode in MODES, "mode", f"mode {mode!r} is not supported"):
-            mode = "hybrid"
-        opt(
-            notes,
-            p.strict,
-            p.modality == "text",
-            "modality",
-            f"modality {p.modality!r} is not supported",
-        )
-        fusion = p.fusion.method if p.fusion else "rrf"
-        if not opt(
-            notes,
-            p.strict,
-            fusion in FUSIONS,
-            "fusion.method",
-            f"fusion {fusion!r} is not supported",
-        ):
-            fusion = "rrf"
-        rerank = p.rerank.method if p.rerank else None
-        if rerank and not opt(
-            notes,
-            p.strict,
-            rerank in self.rerank_methods(),
-            "rerank.method",
-            f"rerank method {rerank!r} is not available",
-        ):
-            rerank = None
-        rewrite = p.rewrite or None
-        if rewrite and not opt(
-            notes,
-            p.strict,
-            rewrite in self.transform_methods(),
-            "rewrite",
-            f"rewrite {rewrite!r} is not supported",
-        ):
-            rewrite = None
-        if p.filter is not None and unit not in ("chunk", "document"):
-            opt(
-                notes,
-                p.strict,
-                False,
-                "filter",
-                f"filters apply to chunk and document units, not {unit}",
+
+        def refuse(option: str, message: str, fallback: Any) -> Any:
+            if p.strict:
+                raise Unsupported(message, option=option)
+            notes.append(f"{message}; used {fallback!r} instead (strict=false)")
+            return fallback
+
+        def choose(value: Any, offered: Any, option: str, fallback: Any) -> Any:
+            if value is None or value in offered:
+                return value
+            listed = ", ".join(offered) or "none"
+            return refuse(
+                option, f"{option} {value!r} is not offered (offered: {listed})", fallback
             )
-        if p.level is not None and unit in ("chunk", "document") and p.level != 0:
-            opt(notes, p.strict, False, "level", f"unit {unit} has only level 0")
+
+        query = p.query_text()
+        unit = choose(p.unit, UNITS, "unit", "chunk")
+        mode = choose(p.mode or "hybrid", MODES, "mode", "hybrid")
+        choose(p.modality, ("text",), "modality", "text")
+        fusion = choose(p.fusion.method if p.fusion else "rrf", FUSIONS, "fusion.method", "rrf")
+        rerank = choose(
+            p.rerank.method if p.rerank else None, self.rerank_methods(), "rerank.method", None
+        )
+        rewrite = choose(p.rewrite or None, self.transform_methods(), "rewrite", None)
+        flat = unit in ("chunk", "document")
+        if p.filter is not None and not flat:  # filters and dates are chunk metadata
+            refuse("filter", f"filters apply to chunks and documents, not to unit {unit}", None)
+        if p.recency is not None and not flat:
+            refuse("recency", f"recency applies to chunks and documents, not to unit {unit}", None)
+        level = p.level
+        if level not in (None, 0) and flat:
+            level = refuse("level", f"unit {unit} has level 0 only, not {level}", None)
         k, candidate_k, top_n = self._funnel(p, rerank)
-        return Plan(p, query, unit, mode, k, candidate_k, top_n, fusion, rerank, rewrite, notes)
+        return Plan(
+            p, query, unit, mode, level, k, candidate_k, top_n, fusion, rerank, rewrite, notes
+        )
 
     def _funnel(self, p: RetrieveParams, rerank: str | None) -> tuple[int, int, int]:
         """Clamp k, candidateK and rerank.topN; enforce candidateK >= topN >= k (§3.3)."""
@@ -280,8 +253,8 @@ class Retriever:
 
     def _eligible(self, plan: Plan, source: Source) -> np.ndarray:
         """Rows that may be returned: the level, no carried-down copies, the filter."""
-        rows = source.rows(plan.p.level)
-        if source.unit == "community" and plan.p.level is None:
+        rows = source.rows(plan.level)
+        if source.unit == "community" and plan.level is None:
             rows = np.intersect1d(rows, canonical_rows(source))
         if plan.p.filter is not None and source.unit in ("chunk", "document"):
             predicate = filters.compile_filter(plan.p.filter, self.fields)
@@ -365,14 +338,7 @@ class Retriever:
         if rec is None or not ranked:
             return ranked
         if source.unit not in ("chunk", "document"):
-            self._option(
-                plan.notes,
-                plan.p.strict,
-                False,
-                "recency",
-                f"recency applies to chunks, not {source.unit}",
-            )
-            return ranked
+            return ranked  # refused or noted by _plan
         if self.fields.get(rec.field) not in ("date", "int", "float"):
             raise InvalidParams(
                 f"recency.field {rec.field!r} is not a date field of this graph",

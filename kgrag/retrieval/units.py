@@ -143,15 +143,7 @@ def _community_source(reader: GraphReader) -> Source:
         meta = {"level": c.level, "rating": c.rating, "size": len(c.members)}
         citation = {"source": "community-report", "title": c.report.title}
         items.append(Item(id_, c.report.text(), c.level, c.leaves, meta, citation))
-    levels = np.array([it.level for it in items], dtype=np.int64)
-    return Source(
-        "community",
-        list(ids),
-        np.asarray(matrix),
-        levels,
-        items,
-        _sparse_rows(reader, "communities", ids),
-    )
+    return _leveled(reader, "community", "communities", ids, matrix, items)
 
 
 def _tree_source(reader: GraphReader) -> Source:
@@ -162,14 +154,15 @@ def _tree_source(reader: GraphReader) -> Source:
         t = found[id_]
         meta = {"level": t.level, "size": len(t.leaves)}
         items.append(Item(id_, t.summary, t.level, t.leaves, meta, {"source": "raptor-summary"}))
+    return _leveled(reader, "tree-node", "tree_nodes", ids, matrix, items)
+
+
+def _leveled(
+    reader: GraphReader, unit: str, kind: str, ids: list[str], matrix: np.ndarray, items: list[Item]
+) -> Source:
     levels = np.array([it.level for it in items], dtype=np.int64)
     return Source(
-        "tree-node",
-        list(ids),
-        np.asarray(matrix),
-        levels,
-        items,
-        _sparse_rows(reader, "tree_nodes", ids),
+        unit, list(ids), np.asarray(matrix), levels, items, _sparse_rows(reader, kind, ids)
     )
 
 

@@ -113,6 +113,9 @@ def test_k_is_clamped_never_rejected(science):
         ({"rerank": {"method": "llm"}}, "rerank.method"),
         ({"rewrite": "telepathy"}, "rewrite"),
         ({"query": [{"type": "image", "mimeType": "image/png", "data": "AA=="}]}, "modality"),
+        ({"unit": "community", "filter": {"field": "title", "op": "eq", "value": "x"}}, "filter"),
+        ({"unit": "tree-node", "recency": {"field": "published", "halfLifeDays": 9}}, "recency"),
+        ({"level": 2}, "level"),
     ],
 )
 def test_unsupported_options_are_32005_or_degrade(science, params, option):
