@@ -49,6 +49,7 @@ class LocalResult:
     passages: list[tuple[str, float]]  # chunk id, score; best first
     seeds: dict[str, float]  # entity id -> reset weight before specificity
     facts: list[tuple[str, float]]  # relation id, similarity to the query
+    dense: np.ndarray  # query cosine of every chunk, in vector order
 
 
 class LocalSearch:
@@ -88,7 +89,7 @@ class LocalSearch:
                 _RRF_K + _ranks(dense)
             )
         passages = [(self.chunk_ids[r], s) for r, s in _top(score, k)]
-        return LocalResult(passages, seeds, [(self.fact_ids[r], s) for r, s in facts])
+        return LocalResult(passages, seeds, [(self.fact_ids[r], s) for r, s in facts], dense)
 
     def _seeds(
         self, query: str, qvec: np.ndarray

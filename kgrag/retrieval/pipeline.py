@@ -66,6 +66,7 @@ class Retriever:
         self.sources: dict[str, Source] = load_sources(reader)
         self.fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
         self._rerankers: dict[str, Any] = {}
+        self._trust: dict[str, Any] = {}
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -109,9 +110,9 @@ class Retriever:
         source = self.sources[plan.unit]
         queries, rewritten = self._transform(plan)
         eligible = self._eligible(plan, source)
-        qvecs = self.encoder.encode(queries)
-        dense_all = np.max(source.matrix @ qvecs.T, axis=1) if len(source.ids) else np.zeros(0)
-        ranked, stage_scores, candidates = self._recall(plan, source, queries, qvecs, eligible)
+        sims = source.matrix @ self.encoder.encode(queries).T  # (rows, queries), computed once
+        dense_all = sims.max(axis=1) if len(source.ids) else np.zeros(0)
+        ranked, stage_scores, candidates = self._recall(plan, source, queries, sims, eligible)
         ranked, reranked = self._rerank(plan, source, ranked, stage_scores)
         if params.mmr is not None:
             ranked = stages.mmr(ranked, source.matrix, dense_all, params.mmr.lambda_, len(ranked))
@@ -237,19 +238,17 @@ class Retriever:
 
     def _facts(self, names: Any) -> list[str]:
         """Fact sentences about entities named in a query, for HyDE."""
-        wanted = {n.casefold() for n in names}
-        ents = [e for e in self._entities() if e.name.casefold() in wanted]
-        if not ents:
+        if not hasattr(self, "_names"):  # built on first use: only HyDE needs it
+            self._names = {e.id: e.name for e in self.reader.entities()}
+            self._by_name: dict[str, list[str]] = {}
+            for eid, name in self._names.items():
+                self._by_name.setdefault(name.casefold(), []).append(eid)
+        ids = sorted({eid for n in names for eid in self._by_name.get(n.casefold(), [])})
+        if not ids:
             return []
-        by_id = {e.id: e.name for e in self._entities()}
-        rels = [r for r in self.reader.relations(touching=[e.id for e in ents]) if r.kind == "svo"]
+        rels = [r for r in self.reader.relations(touching=ids) if r.kind == "svo"]
         rels.sort(key=lambda r: (-r.weight, r.id))
-        return [f"{by_id[r.src]} {r.predicate} {by_id[r.dst]}" for r in rels[:8]]
-
-    def _entities(self) -> list[Any]:
-        if not hasattr(self, "_entity_cache"):
-            self._entity_cache = self.reader.entities()
-        return self._entity_cache
+        return [f"{self._names[r.src]} {r.predicate} {self._names[r.dst]}" for r in rels[:8]]
 
     def _eligible(self, plan: Plan, source: Source) -> np.ndarray:
         """Rows that may be returned: the level, no carried-down copies, the filter."""
@@ -271,17 +270,17 @@ class Retriever:
         plan: Plan,
         source: Source,
         queries: list[str],
-        qvecs: np.ndarray,
+        sims: np.ndarray,
         eligible: np.ndarray,
     ) -> tuple[stages.Ranked, dict[str, dict[int, float]], int]:
         """Dense, sparse or hybrid recall for every query, fused into one list."""
         scores: dict[str, dict[int, float]] = {"dense": {}, "sparse": {}}
         allowed = set(eligible.tolist())
         per_query: dict[str, stages.Ranked] = {}
-        for i, (q, vec) in enumerate(zip(queries, qvecs, strict=True)):
+        for i, q in enumerate(queries):
             lists: dict[str, stages.Ranked] = {}
             if plan.mode in ("dense", "hybrid"):
-                lists["dense"] = stages.top_rows(source.matrix @ vec, eligible, plan.candidate_k)
+                lists["dense"] = stages.top_rows(sims[:, i], eligible, plan.candidate_k)
             if plan.mode in ("sparse", "hybrid"):
                 found = source.sparse(q, plan.candidate_k * (4 if plan.p.filter else 1))
                 lists["sparse"] = [(r, s) for r, s in found if r in allowed][: plan.candidate_k]
@@ -387,7 +386,9 @@ class Retriever:
         from .trust import assess, sanitize
 
         item = source.items[row]
-        trust = assess(item.text)
+        trust = self._trust.get(item.id)
+        if trust is None:  # stored text does not change within a version
+            trust = self._trust.setdefault(item.id, assess(item.text))
         text = sanitize(item.text)[0] if trust.sanitized else item.text
         hit: dict[str, Any] = {
             "id": item.id,
@@ -432,7 +433,7 @@ class Retriever:
         source = self.sources["chunk"]
         row_of = {id_: i for i, id_ in enumerate(source.ids)}
         ranked = [(row_of[c], s) for c, s in found.passages]
-        dense = source.matrix @ self.encoder.encode_one(plan.query)
+        dense = found.dense  # the local search's chunk vectors are the chunk source's
         seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))[:10]
         hits = []
         for row, score in ranked:
