@@ -15,6 +15,7 @@ import numpy as np
 
 from ..encoders import normalise
 from ..store import GraphReader
+from ..types import Document
 
 UNITS = ("chunk", "document", "community", "tree-node")
 
@@ -52,10 +53,11 @@ class Source:
 
 def load_sources(reader: GraphReader) -> dict[str, Source]:
     """Every unit's source for one graph version."""
-    chunk = _chunk_source(reader)
+    docs = {d.id: d for d in reader.documents()}  # read once: both sources cite them
+    chunk = _chunk_source(reader, docs)
     return {
         "chunk": chunk,
-        "document": _document_source(reader, chunk),
+        "document": _document_source(docs, chunk),
         "community": _community_source(reader),
         "tree-node": _tree_source(reader),
     }
@@ -70,10 +72,9 @@ def _sparse_rows(reader: GraphReader, kind: str, ids: list[str]) -> Callable[...
     return search
 
 
-def _chunk_source(reader: GraphReader) -> Source:
+def _chunk_source(reader: GraphReader, docs: dict[str, Document]) -> Source:
     ids, matrix = reader.vectors("chunks")
     chunks = {c.id: c for c in reader.chunks()}
-    docs = {d.id: d for d in reader.documents()}
     items = []
     for id_ in ids:
         c = chunks[id_]
@@ -102,11 +103,10 @@ def _chunk_source(reader: GraphReader) -> Source:
     )
 
 
-def _document_source(reader: GraphReader, chunk: Source) -> Source:
+def _document_source(docs: dict[str, Document], chunk: Source) -> Source:
     by_doc: dict[str, list[int]] = {}
     for row, item in enumerate(chunk.items):
         by_doc.setdefault(item.meta["docId"], []).append(row)
-    docs = {d.id: d for d in reader.documents()}
     ids = sorted(by_doc)
     dim = chunk.matrix.shape[1] if chunk.matrix.ndim == 2 else 0
     matrix = (
