@@ -22,6 +22,8 @@ demo: install
 		"What country was the author of Brand a citizen of?" \
 		"In what county is the city where Harris W. Fawell was born?" \
 		"What is the name of the waterfall in the country where the Bubye River is found?"
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH) --op local -k 3 --unit chunk,path \
+		"In what county is the city where Harris W. Fawell was born?"
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest

@@ -35,10 +35,19 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("-k", type=int, default=5, help="hits per unit")
     q.add_argument(
         "--unit",
-        default="chunk",
-        help="comma-separated units: chunk, community, tree-node (default chunk)",
+        help="comma-separated units: chunk, document, community, tree-node, node, triplet, "
+        "path, subgraph (default chunk; with --op local: chunk, node, triplet, path)",
     )
     q.add_argument("--mode", default="hybrid", choices=["dense", "sparse", "hybrid"])
+    q.add_argument(
+        "--op",
+        choices=["local", "global", "drift", "communities", "neighbors"],
+        help="run a graph op instead of retrieve (paths drawn with their evidence)",
+    )
+    q.add_argument("--level", type=int, help="community level (global, communities)")
+    q.add_argument("--seeds", help="comma-separated entity ids (neighbors)")
+    q.add_argument("--hops", type=int, default=1, help="neighbors: hops around the seeds")
+    q.add_argument("--depth", type=int, default=1, help="drift: follow-up rounds")
     q.add_argument("--json", action="store_true", help="print hits as JSON lines")
     ex = sub.add_parser("export", help="write the graph as GraphML or JSON")
     ex.add_argument("--graph", required=True)
@@ -51,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--modes",
         default="dense,sparse,hybrid",
-        help="comma-separated: dense, sparse, hybrid (retrieve) and local (graph PPR)",
+        help="comma-separated: dense, sparse, hybrid (retrieve), local and drift (graph ops)",
     )
     ev.add_argument("--k", default="2,5", help="comma-separated recall depths")
     ev.add_argument(
@@ -93,8 +102,14 @@ def _ingest(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from .engine import open as open_engine
 
-    units = [u.strip() for u in args.unit.split(",") if u.strip()]
+    units = [u.strip() for u in (args.unit or "chunk").split(",") if u.strip()]
     with open_engine(args.graph) as engine:
+        if args.op:
+            from .cli_graph import run_op
+
+            for text in args.text:
+                run_op(engine, args, text)
+            return EXIT_OK
         for text in args.text:
             hits = [
                 h for unit in units for h in engine.query(text, k=args.k, unit=unit, mode=args.mode)

@@ -13,13 +13,13 @@ from typing import Any
 
 from .config import Config, RetrievalConfig
 from .encoders import Encoder, load_encoder
-from .errors import InvalidParams, Unsupported
+from .retrieval.graph_ops import OPS
 from .retrieval.pipeline import Retriever
 from .retrieval.state import Sessions
 from .store import GraphReader, GraphStore, open_store
 
-#: graph ops offered (the rest of RCP's graph surface comes with the graph-search work)
-GRAPH_OPS = ("local",)
+#: graph ops offered (RCP/1 §7.9)
+GRAPH_OPS = OPS
 #: retrievers kept open for pinned older versions
 _PINNED_CACHE = 4
 
@@ -66,21 +66,10 @@ class Engine:
         return self.retriever(version if isinstance(version, str) else None).retrieve(params)
 
     def graph(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Run the RCP ``graph`` method. Offered so far: op ``local`` (PPR over the graph)."""
-        if not isinstance(params, dict):
-            raise InvalidParams("params must be an object", field="params")
-        op = params.get("op")
-        if op not in GRAPH_OPS:
-            offered = ", ".join(GRAPH_OPS)
-            raise Unsupported(f"graph op {op!r} is not offered; offered: {offered}", option="op")
-        query, k = params.get("query"), params.get("k", 10)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidParams("query must be a non-empty string", field="query")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidParams("k must be a positive integer", field="k")
-        version = params.get("indexVersion")
-        retriever = self.retriever(version if isinstance(version, str) else None)
-        return retriever.local(query, min(k, self.config.max_k))
+        """Run the RCP ``graph`` method (ops local, global, drift, communities, neighbors);
+        see :mod:`kgrag.retrieval.graph_ops`."""
+        version = params.get("indexVersion") if isinstance(params, dict) else None
+        return self.retriever(version if isinstance(version, str) else None).graph_ops.run(params)
 
     def query(
         self, text: str, *, k: int = 5, unit: str = "chunk", mode: str = "hybrid"

@@ -86,14 +86,15 @@ def evaluate(
 def chunk_searcher(engine: Any, params: dict[str, Any]) -> Callable[[str, int], list[str]]:
     """A ``search`` over an engine: retrieve chunks, map them to passage keys.
 
-    ``params["mode"] == "local"`` runs the graph op ``local`` instead of ``retrieve``.
+    ``params["mode"]`` ``local`` or ``drift`` runs that graph op instead of ``retrieve``.
     """
     docs = {d.id: f"{d.title}\n{d.text}" for d in engine.reader.documents()}
     doc_of = {c.id: c.doc_id for c in engine.reader.chunks()}
 
     def search(question: str, n: int) -> list[str]:
-        if params.get("mode") == "local":
-            hits = engine.graph({"op": "local", "query": question, "k": n * 3})["hits"]
+        if params.get("mode") in ("local", "drift"):
+            op = {"op": params["mode"], "query": question, "k": n * 3, "unit": "chunk"}
+            hits = [h for h in engine.graph(params | op)["hits"] if h["unit"] == "chunk"]
         else:
             hits = engine.retrieve(params | {"query": question, "k": n * 3})["hits"]
         return [docs[doc_of[h["id"]]] for h in hits]

@@ -15,6 +15,8 @@ PREFIXES = {
     "relation": "r:",
     "community": "m:",
     "tree": "t:",
+    "path": "p:",
+    "subgraph": "s:",
 }
 
 

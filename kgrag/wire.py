@@ -41,6 +41,10 @@ class Citation(_Strict):
 class Edge(_Strict):
     src: str
     dst: str
+    kind: Literal["relation", "mention", "names", "child"] | None = None
+    predicate: str | None = None
+    relation: str | None = None
+    evidence: str | None = None  # the chunk that evidences the edge (among the leaves)
 
 
 class Provenance(_Strict):
@@ -85,6 +89,53 @@ class Usage(_Strict):
     latencyMs: float
     tokens: int | None = None
     notes: list[str] | None = None
+
+
+class GraphCommunity(_Strict):
+    id: str
+    level: int = Field(ge=0)
+    summary: str
+    score: float | None = None
+    title: str | None = None
+    rating: float | None = None
+    leaves: list[str] | int | None = None
+    parent: str | None = None
+    children: list[str] | None = None
+    size: int | None = None
+    leafCount: int | None = None
+
+
+class GraphNode(_Strict):
+    id: str
+    score: float
+    kind: str | None = None
+    label: str | None = None
+
+
+class GraphEdge(_Strict):
+    src: str
+    dst: str
+    weight: float | None = None
+    kind: str | None = None
+    predicate: str | None = None
+    predicates: list[str] | None = None
+    relations: list[str] | None = None
+
+
+class GraphResult(_Strict):
+    """The ``graph`` result (spec §7.9): the keys of one op, plus kgrag's extras."""
+
+    hits: list[Hit] | None = None
+    followups: list[str] | None = None
+    primer: list[dict[str, Any]] | None = None
+    summary: str | None = None
+    level: int | None = None
+    communities: list[GraphCommunity] | None = None
+    nodes: list[GraphNode] | None = None
+    edges: list[GraphEdge] | None = None
+    nextCursor: str | None = None
+    indexVersion: str | None = None
+    usage: dict[str, Any] | None = None
 
 
 class RetrieveResult(_Strict):

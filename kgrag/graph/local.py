@@ -1,5 +1,6 @@
 """Local graph search, HippoRAG 2 style: link the query to entities and facts,
-seed a personalized PageRank over the entity + passage graph, rank passages.
+seed a personalized PageRank over the entity + passage graph, rank passages,
+then follow the title links of the best passage (the bridge hop).
 
 Seeds: the entities of the facts closest to the query (a fact is an SVO
 relation rendered as text), the entities closest to the whole query, and for
@@ -9,6 +10,10 @@ of passages mentioning it, as in HippoRAG). Every passage node is also seeded
 with its min-max dense score times ``passage_weight``. PPR (igraph prpack)
 runs on the undirected graph with parallel edges merged; the passage ranking
 is then fused by RRF with the dense ranking (``fuse_dense``; 0 = PPR alone).
+Bridge hop: the passages that the best ``bridge_from`` passages name by title
+(:mod:`kgrag.graph.links`) gain ``bridge_weight`` x (1 + their dense score) on
+the fused score scaled to a maximum of 1, capped just below the passage that
+names them; the hit records which passage led to it.
 Sentence co-occurrence edges are left out by default (``cooc_weight`` 0): on
 MuSiQue they dilute the walk.
 """
@@ -24,9 +29,11 @@ import numpy as np
 from ..encoders import Encoder
 from ..store import GraphReader
 from .build import build_graph
+from .links import TitleLinks, build_links
 
 COOC = "co-occurs with"  # the predicate of sentence co-occurrence relations
 _RRF_K = 60
+_STEP = 1e-6  # bridge targets sit this far apart below the passage that names them
 _SKIP_SPANS = frozenset({"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
 
 
@@ -41,7 +48,10 @@ class LocalSettings:
     cooc_weight: float = 0.0
     mention_weight: float = 1.0
     synonym_weight: float = 1.0
-    fuse_dense: float = 1.0
+    fuse_dense: float = 0.5
+    bridge_from: int = 1
+    bridge_weight: float = 0.3
+    link_max_in: int = 20  # titles named by more passages than this give no links
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,9 @@ class LocalResult:
     seeds: dict[str, float]  # entity id -> reset weight before specificity
     facts: list[tuple[str, float]]  # relation id, similarity to the query
     dense: np.ndarray  # query cosine of every chunk, in vector order
+    mass: np.ndarray  # PPR mass of every vertex of the graph
+    via: dict[str, str]  # bridge hits: chunk id -> the chunk whose title link led to it
+    qvec: np.ndarray  # the query's vector
 
 
 class LocalSearch:
@@ -71,16 +84,23 @@ class LocalSearch:
         self.vertex = {v: i for i, v in enumerate(self._full.vs["id"])}
         self.passage_rows = np.array([self.vertex[c] for c in self.chunk_ids], dtype=np.int64)
         self.specificity = {e.id: 1.0 / max(1, len(e.chunk_ids)) for e in entities}
+        self.entity_vertices = [v for v in self._full.vs["id"] if v in self.specificity]
+        self._chunks, self._docs = reader.chunks(), {d.id: d for d in reader.documents()}
+        self.links: TitleLinks | None = None
         self.configure(settings or LocalSettings())
 
     def configure(self, settings: LocalSettings) -> None:
         """Use new settings (re-weighting the graph's edges)."""
+        if self.links is None or settings.link_max_in != self.links.max_in:
+            self.links = build_links(self.chunk_ids, self._chunks, self._docs, settings.link_max_in)
         self.settings = settings
         self.graph = _weighted(self._full, settings)
 
     def search(self, query: str, k: int = 10) -> LocalResult:
-        qvec = self.encoder.encode_one(query)
-        seeds, facts = self._seeds(query, qvec)
+        spans = self._spans(query) if len(self.entity_ids) else []
+        vectors = self.encoder.encode([query, *spans])  # one model call for all
+        qvec = vectors[0]
+        seeds, facts = self._seeds(qvec, vectors[1:])
         dense = self.chunk_matrix @ qvec if len(self.chunk_ids) else np.zeros(0)
         mass = self._ppr(seeds, dense)
         score = mass[self.passage_rows] if len(self.passage_rows) else np.zeros(0)
@@ -88,11 +108,42 @@ class LocalSearch:
             score = 1.0 / (_RRF_K + _ranks(score)) + self.settings.fuse_dense / (
                 _RRF_K + _ranks(dense)
             )
+        score, via = self._bridge(score, dense)
         passages = [(self.chunk_ids[r], s) for r, s in _top(score, k)]
-        return LocalResult(passages, seeds, [(self.fact_ids[r], s) for r, s in facts], dense)
+        return LocalResult(
+            passages, seeds, [(self.fact_ids[r], s) for r, s in facts], dense, mass, via, qvec
+        )
+
+    def _bridge(self, score: np.ndarray, dense: np.ndarray) -> tuple[np.ndarray, dict[str, str]]:
+        """Raise the passages the best passages name by title to just below the passage
+        that names them (in their own order); remember who named them."""
+        s = self.settings
+        if not len(score) or s.bridge_from <= 0 or s.bridge_weight <= 0 or self.links is None:
+            return score, {}
+        top = float(score.max())
+        score = score / top if top > 0 else score
+        out, via = score.copy(), {}
+        for row, named_score in _top(score, s.bridge_from):
+            targets = self.links.targets(row)
+            raised = score[targets] + s.bridge_weight * (1.0 + dense[targets])
+            order = np.lexsort((targets, -raised))
+            ceiling = named_score - _STEP * (1 + np.arange(len(targets)))
+            capped = np.empty(len(targets))
+            capped[order] = np.minimum(raised[order], ceiling)
+            better = capped > out[targets]
+            out[targets[better]] = capped[better]
+            via.update({self.chunk_ids[t]: self.chunk_ids[row] for t in targets[better]})
+        return out, via
+
+    def _spans(self, query: str) -> list[str]:
+        """The query's named spans (NER, proper-noun chunks), each once."""
+        doc = self.nlp(query)
+        spans = [e.text for e in doc.ents if e.label_ not in _SKIP_SPANS]
+        spans += [c.text for c in doc.noun_chunks if c.root.pos_ == "PROPN"]
+        return list(dict.fromkeys(spans))
 
     def _seeds(
-        self, query: str, qvec: np.ndarray
+        self, qvec: np.ndarray, span_vecs: np.ndarray
     ) -> tuple[dict[str, float], list[tuple[int, float]]]:
         s = self.settings
         seeds: dict[str, float] = {}
@@ -109,11 +160,8 @@ class LocalSearch:
             return seeds, facts
         for row, sim in _top(self.entity_matrix @ qvec, s.top_entities):
             add(self.entity_ids[row], sim)
-        doc = self.nlp(query)
-        spans = [e.text for e in doc.ents if e.label_ not in _SKIP_SPANS]
-        spans += [c.text for c in doc.noun_chunks if c.root.pos_ == "PROPN"]
-        if spans:
-            for sims in self.encoder.encode(list(dict.fromkeys(spans))) @ self.entity_matrix.T:
+        if len(span_vecs):
+            for sims in span_vecs @ self.entity_matrix.T:
                 row = int(np.argmax(sims))
                 add(self.entity_ids[row], float(sims[row]) * s.span_boost)
         return seeds, facts

@@ -9,7 +9,7 @@ limit are clamped, never rejected.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
@@ -68,6 +68,9 @@ class RetrieveParams(_Wire):
     indexVersion: str | None = None
     strict: StrictBool = True
     cursor: str | None = None
+    # kgrag extensions: RAPTOR retrieval over unit tree-node
+    strategy: str | None = None  # flat (by level) | collapsed | traverse
+    beam: StrictInt = Field(3, ge=1)
 
     def query_text(self) -> str:
         """The query as text: a string, or the text of its Content blocks."""
@@ -100,6 +103,19 @@ def _union_member(part: Any) -> bool:
     )
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: dict[str, Any]) -> M:
+    """``model`` from ``data``; the first problem raises InvalidParams naming its field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"] if not _union_member(p)) or "params"
+        raise InvalidParams(f"{where}: {first['msg']}", field=where) from exc
+
+
 def parse_params(raw: Any) -> RetrieveParams:
     """Validate a ``retrieve`` params object (a dict, as decoded from JSON)."""
     if isinstance(raw, RetrieveParams):
@@ -113,14 +129,7 @@ def parse_params(raw: Any) -> RetrieveParams:
             data.setdefault(name, value)
     if "query" not in data:
         raise InvalidParams("query is required", field="query")
-    try:
-        params = RetrieveParams.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"] if not _union_member(p))
-        raise InvalidParams(
-            f"{where or 'params'}: {first['msg']}", field=where or "params"
-        ) from exc
+    params = validate(RetrieveParams, data)
     if isinstance(params.query, str) and not params.query.strip():
         raise InvalidParams("query must not be empty", field="query")
     return params

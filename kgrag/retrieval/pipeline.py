@@ -26,6 +26,7 @@ from .units import UNITS, Source, canonical_rows, load_sources
 
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = ("rrf", "weighted")
+TREE_STRATEGIES = ("flat", "collapsed", "traverse")
 #: RRF weight of each transformed query's list against the original query's 1.0
 TRANSFORM_WEIGHT = 0.2
 
@@ -46,6 +47,7 @@ class Plan:
     rerank: str | None
     rewrite: str | None
     notes: list[str] = field(default_factory=list)
+    strategy: str | None = None  # tree-node: "collapsed" or "traverse" (None: flat, by level)
 
 
 class Retriever:
@@ -67,6 +69,17 @@ class Retriever:
         self.fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
         self._rerankers: dict[str, Any] = {}
         self._trust: dict[str, Any] = {}
+        self._graph_ops: Any = None
+        self._tree: Any = None
+
+    @property
+    def graph_ops(self) -> Any:
+        """The ``graph`` method over this version (:mod:`kgrag.retrieval.graph_ops`)."""
+        if self._graph_ops is None:
+            from .graph_ops import GraphOps
+
+            self._graph_ops = GraphOps(self)
+        return self._graph_ops
 
     # -- capabilities ------------------------------------------------------------------
 
@@ -107,6 +120,8 @@ class Retriever:
         started = time.perf_counter()
         params = parse_params(raw)
         plan = self._plan(params)
+        if plan.unit in ("path", "subgraph") or plan.strategy:
+            return self._graph_units(plan, started)
         source = self.sources[plan.unit]
         queries, rewritten = self._transform(plan)
         eligible = self._eligible(plan, source)
@@ -182,10 +197,62 @@ class Retriever:
         level = p.level
         if level not in (None, 0) and flat:
             level = refuse("level", f"unit {unit} has level 0 only, not {level}", None)
+        strategy = None
+        if p.strategy is not None:
+            if unit != "tree-node":
+                refuse("strategy", f"strategy applies to unit tree-node, not {unit}", None)
+            else:
+                strategy = choose(p.strategy, TREE_STRATEGIES, "strategy", None)
+        strategy = None if strategy == "flat" else strategy
+        if unit in ("path", "subgraph") or strategy:
+            what = f"strategy {strategy}" if strategy else f"unit {unit}"
+            for name, value in (("rerank", rerank), ("rewrite", rewrite), ("mmr", p.mmr)):
+                if value:
+                    refuse(name, f"{name} does not apply to {what}", None)
+            rerank = rewrite = None
         k, candidate_k, top_n = self._funnel(p, rerank)
         return Plan(
-            p, query, unit, mode, level, k, candidate_k, top_n, fusion, rerank, rewrite, notes
+            p,
+            query,
+            unit,
+            mode,
+            level,
+            k,
+            candidate_k,
+            top_n,
+            fusion,
+            rerank,
+            rewrite,
+            notes,
+            strategy,
         )
+
+    def _graph_units(self, plan: Plan, started: float) -> dict[str, Any]:
+        """``retrieve`` of unit path or subgraph (local search), or of tree nodes by a
+        RAPTOR strategy."""
+        from .graph_ops import tree_hits
+
+        if plan.strategy:
+            if self._tree is None:
+                from ..graph.tree_search import TreeSearch
+
+                self._tree = TreeSearch(self.reader)
+            hits = tree_hits(self, self._tree, plan)
+        else:
+            hits = self.graph_ops.units(plan.unit, plan.query, plan.k, plan.p.includeText)
+        if plan.p.sessionId:
+            seen = self.sessions.seen(plan.p.sessionId)
+            hits = [h for h in hits if h["id"] not in seen]
+            self.sessions.add(plan.p.sessionId, [h["id"] for h in hits])
+        usage: dict[str, Any] = {
+            "candidates": len(self.sources["chunk"].ids),
+            "reranked": 0,
+            "latencyMs": round((time.perf_counter() - started) * 1000, 1),
+            "tokens": sum(count_tokens(h.get("text", "")) for h in hits),
+        }
+        if plan.notes:
+            usage["notes"] = plan.notes
+        return {"hits": hits, "indexVersion": self.reader.index_version, "usage": usage}
 
     def _funnel(self, p: RetrieveParams, rerank: str | None) -> tuple[int, int, int]:
         """Clamp k, candidateK and rerank.topN; enforce candidateK >= topN >= k (§3.3)."""
@@ -416,32 +483,3 @@ class Retriever:
         if item.chunk is not None:
             hit["chunk"] = dict(item.chunk)
         return hit
-
-    # -- graph search --------------------------------------------------------------------
-
-    def local(self, query: str, k: int) -> dict[str, Any]:
-        """RCP ``graph`` op ``local``: PPR-ranked passages with their seed entities."""
-        from ..graph.local import LocalSearch
-        from ..nlp import load_spacy
-
-        started = time.perf_counter()
-        plan = self._plan(parse_params({"query": query, "k": k, "mode": "dense"}))
-        if not hasattr(self, "_local"):
-            spacy_name = self.reader.manifest.get("models", {}).get("spacy", "auto")
-            self._local = LocalSearch(self.reader, self.encoder, load_spacy(spacy_name))
-        found = self._local.search(plan.query, plan.k)
-        source = self.sources["chunk"]
-        row_of = {id_: i for i, id_ in enumerate(source.ids)}
-        ranked = [(row_of[c], s) for c, s in found.passages]
-        dense = found.dense  # the local search's chunk vectors are the chunk source's
-        seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))[:10]
-        hits = []
-        for row, score in ranked:
-            hit = self._hit(plan, source, row, score, dense, {"local": dict(ranked)})
-            hit["provenance"]["nodes"] = seeds
-            hits.append(hit)
-        latency = round((time.perf_counter() - started) * 1000, 1)
-        return {
-            "hits": hits,
-            "usage": {"candidates": len(source.ids), "reranked": 0, "latencyMs": latency},
-        }

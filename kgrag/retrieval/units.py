@@ -1,4 +1,5 @@
-"""What ``retrieve`` ranks, per unit: chunks, documents, communities, tree nodes.
+"""What ``retrieve`` ranks, per unit: chunks, documents, communities, tree nodes,
+entities (unit ``node``) and facts (unit ``triplet``).
 
 A :class:`Source` holds one unit's vectors and everything needed to turn a
 row into a hit: text, level, leaves, metadata for filters, citation. It is
@@ -7,6 +8,8 @@ built once per opened graph version and shared by all calls.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +20,11 @@ from ..encoders import normalise
 from ..store import GraphReader
 from ..types import Document
 
-UNITS = ("chunk", "document", "community", "tree-node")
+#: units ranked from a source of their own; ``path`` and ``subgraph`` come from local search
+SOURCE_UNITS = ("chunk", "document", "community", "tree-node", "node", "triplet")
+UNITS = (*SOURCE_UNITS, "path", "subgraph")
+#: an entity hit lists at most this many of the chunks that mention it (meta.mentions: all)
+MAX_NODE_LEAVES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,7 @@ def load_sources(reader: GraphReader) -> dict[str, Source]:
         "document": _document_source(docs, chunk),
         "community": _community_source(reader),
         "tree-node": _tree_source(reader),
+        **_entity_sources(reader),
     }
 
 
@@ -155,6 +163,84 @@ def _tree_source(reader: GraphReader) -> Source:
         meta = {"level": t.level, "size": len(t.leaves)}
         items.append(Item(id_, t.summary, t.level, t.leaves, meta, {"source": "raptor-summary"}))
     return _leveled(reader, "tree-node", "tree_nodes", ids, matrix, items)
+
+
+def _entity_sources(reader: GraphReader) -> dict[str, Source]:
+    """Entities (unit ``node``, text = name) and SVO facts (unit ``triplet``)."""
+    entities = {e.id: e for e in reader.entities()}
+    ids, matrix = reader.vectors("entities")
+    nodes = []
+    for id_ in ids:
+        e = entities[id_]
+        meta = {"type": e.type, "mentions": len(e.chunk_ids)}
+        leaves = e.chunk_ids[:MAX_NODE_LEAVES]
+        nodes.append(Item(id_, e.name, 0, leaves, meta, {"source": "entity", "title": e.name}))
+    fact_ids, fact_matrix = reader.vectors("facts")
+    relations = {r.id: r for r in reader.relations(fact_ids)}
+    facts = []
+    for id_ in fact_ids:
+        r = relations[id_]
+        src, dst = entities[r.src].name, entities[r.dst].name
+        meta = {"predicate": r.predicate, "src": r.src, "dst": r.dst, "kind": r.kind}
+        text = f"{src} {r.predicate} {dst}"
+        facts.append(Item(id_, text, 0, r.evidence, meta, {"source": "relation", "title": text}))
+    return {
+        "node": _token_source("node", list(ids), matrix, nodes),
+        "triplet": _token_source("triplet", list(fact_ids), fact_matrix, facts),
+    }
+
+
+def _token_source(unit: str, ids: list[str], matrix: np.ndarray, items: list[Item]) -> Source:
+    """A source whose sparse side is an in-memory BM25 over the items' short texts."""
+    postings: dict[str, list[int]] = {}
+    lengths = np.array([len(_terms(it.text)) for it in items], dtype=np.float64)
+    for row, it in enumerate(items):
+        for term in set(_terms(it.text)):
+            postings.setdefault(term, []).append(row)
+    n, avg = len(items), float(lengths.mean()) if len(items) else 1.0
+
+    def sparse(query: str, k: int) -> list[tuple[int, float]]:
+        scores: dict[int, float] = {}
+        for term in set(_terms(query)):
+            rows = postings.get(term, [])
+            idf = math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+            for r in rows:  # BM25 with tf = 1 (names and facts rarely repeat a word)
+                norm = 1.0 + 1.2 * (0.25 + 0.75 * lengths[r] / avg)
+                scores[r] = scores.get(r, 0.0) + idf * 2.2 / norm
+        return sorted(scores.items(), key=lambda rs: (-rs[1], rs[0]))[:k]
+
+    levels = np.zeros(len(ids), dtype=np.int64)
+    return Source(unit, ids, np.asarray(matrix), levels, items, sparse)
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in _WORD.findall(text.casefold()) if t not in _STOP]
+
+
+_WORD = re.compile(r"\w+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "is",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "which",
+        "who",
+    ]
+)
 
 
 def _leveled(

@@ -1,0 +1,231 @@
+"""Global-search quality on GraphRAG-Bench medical: do the leaves of the top
+community reports hold the evidence of the summary questions?
+
+    kgrag ingest medical_docs.json --graph /tmp/graphs/medical --quiet
+    python benchmarks/global_bench.py --graph /tmp/graphs/medical --out global.json
+
+kgrag's loader does not read ``medical_corpus.json`` as shipped (one object
+``{"corpus_name", "context"}``, no ``text`` key); ``--write-corpus PATH`` writes
+it as one ``[{"title", "text"}]`` record and exits.
+
+Questions: those whose ``question_type`` mentions "summar" or "contextual"
+(GraphRAG-Bench's "Contextual Summarize"). Their ``evidence`` is a "; "-joined
+list of paraphrased statements, so verbatim matching almost never succeeds;
+three measures are reported per pool of chunks, averaged over questions:
+
+- strict: share of statements whose normalised text (lower-case words joined
+  by one space) occurs verbatim in the normalised concatenated pool;
+- tokens: share of the evidence's distinct content words (stop words and
+  one-letter words dropped) present in the pool;
+- stmt@0.8: share of statements with at least 80% of their content words in
+  the pool.
+
+Pools: ``global@L`` the union of the leaves of the top-k communities at level L
+(every level; the default level is marked); ``dense`` the top-k chunks of
+``retrieve`` in mode dense; ``dense@matched`` the top-N chunks by dense cosine,
+N the size of the default level's pool (equal budget); ``global->k`` the k
+best leaves, by dense cosine, of the default level's pool; ``summary`` the
+text of the extractive global summary at the default level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.graph.drift import LocalFn, drift
+from kgrag.graph.global_search import GlobalSearch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+MEASURES = ("strict", "tokens", "stmt@0.8")
+_WORD = re.compile(r"\w+")
+_MARKER = re.compile(r" \[m:[0-9a-f]+\]")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _content(text: str, stop: frozenset[str]) -> set[str]:
+    return {w for w in _words(text) if len(w) > 1 and w not in stop}
+
+
+def score_pool(statements: list[str], pool_text: str, stop: frozenset[str]) -> dict[str, float]:
+    """The three measures of one question's evidence against one pool's text."""
+    flat = " ".join(_words(pool_text))
+    have = _content(pool_text, stop)
+    stmts = [(" ".join(_words(s)), _content(s, stop)) for s in statements]
+    wanted = set().union(*(words for _, words in stmts)) if stmts else set()
+    strict = sum(bool(norm) and norm in flat for norm, _ in stmts) / max(1, len(stmts))
+    tokens = len(wanted & have) / max(1, len(wanted))
+    covered = sum(bool(w) and len(w & have) >= 0.8 * len(w) for _, w in stmts)
+    return {"strict": strict, "tokens": tokens, "stmt@0.8": covered / max(1, len(stmts))}
+
+
+def load_questions(bench: Path, limit: int | None) -> list[dict[str, str]]:
+    rows = json.loads((bench / "graphrag_bench" / "medical_questions.json").read_text("utf-8"))
+    wanted = [
+        q
+        for q in rows
+        if any(t in str(q.get("question_type", "")).lower() for t in ("summar", "contextual"))
+    ]
+    return wanted[:limit] if limit else wanted
+
+
+def write_corpus(bench: Path, out: Path) -> None:
+    corpus = json.loads((bench / "graphrag_bench" / "medical_corpus.json").read_text("utf-8"))
+    record = {"title": corpus["corpus_name"], "text": corpus["context"]}
+    out.write_text(json.dumps([record]), encoding="utf-8")
+
+
+def _level_pools(
+    gs: GlobalSearch, question: str, level: int, k: int, dense: Dense
+) -> dict[str, list[str] | str]:
+    """The pools global search at ``level`` gives one question, and the dense
+    pool of the same size."""
+    res = gs.search(question, k, level)
+    leaves = sorted({c for s in res.communities for c in s.leaves})
+    return {
+        f"leaves@{level}": leaves,
+        f"dense=leaves@{level}": dense.top(len(leaves)),
+        f"best{k}leaves@{level}": sorted(leaves, key=lambda c: (-dense.score(c), c))[:k],
+        f"reports@{level}": "\n".join(s.summary for s in res.communities),
+        f"summary@{level}": _MARKER.sub("", res.summary),
+    }
+
+
+class Dense:
+    """Dense cosine of every chunk for one question."""
+
+    def __init__(self, ids: list[str], scores: np.ndarray) -> None:
+        self.ids, self.scores = ids, scores
+        self.row = {cid: i for i, cid in enumerate(ids)}
+
+    def score(self, cid: str) -> float:
+        return float(self.scores[self.row[cid]])
+
+    def top(self, n: int) -> list[str]:
+        order = np.lexsort((np.arange(len(self.ids)), -self.scores))
+        return [self.ids[i] for i in order[:n]]
+
+
+def _drift_pools(gs: GlobalSearch, local: LocalFn, question: str, k: int) -> dict[str, list[str]]:
+    """The top-k passages of the PPR local search alone and of DRIFT over it."""
+    result = drift(question, global_search=gs, local=local, k=k)
+    return {"local": [c for c, _ in local(question, k)], "drift": [c for c, _ in result.passages]}
+
+
+def _tally(
+    totals: dict[str, dict[str, float]],
+    pools: dict[str, list[str] | str],
+    statements: list[str],
+    text: dict[str, str],
+    stop: frozenset[str],
+) -> None:
+    for name, pool in pools.items():
+        body = pool if isinstance(pool, str) else " ".join(text[c] for c in pool)
+        row = totals.setdefault(name, dict.fromkeys((*MEASURES, "size"), 0.0))
+        for m, v in score_pool(statements, body, stop).items():
+            row[m] += v
+        row["size"] += len(body.split()) if isinstance(pool, str) else len(pool)
+
+
+def run(
+    graph: Path, questions: list[dict[str, str]], k: int, levels: str, with_drift: bool
+) -> dict[str, object]:
+    """Per-pool measure means and mean sizes (chunks, or words for texts)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    import kgrag
+    from kgrag.graph.local import LocalSearch
+    from kgrag.nlp import load_spacy
+
+    stop = frozenset(ENGLISH_STOP_WORDS)
+    totals: dict[str, dict[str, float]] = {}
+    with kgrag.open(graph) as engine:
+        reader, encoder = engine.reader, engine.encoder
+        text = {c.id: c.text for c in reader.chunks()}
+        ids, matrix = reader.vectors("chunks")
+        gs = GlobalSearch(reader, encoder)
+        default = gs.default_level()
+        chosen = gs.levels() if levels == "all" else [default]
+        if with_drift:
+            ppr = LocalSearch(reader, encoder, load_spacy(reader.manifest["models"]["spacy"]))
+        started = time.perf_counter()
+        for q in questions:
+            dense = Dense(ids, matrix @ encoder.encode_one(q["question"]))
+            pools: dict[str, list[str] | str] = {}
+            for level in chosen:
+                pools |= _level_pools(gs, q["question"], level, k, dense)
+            hits = engine.retrieve({"query": q["question"], "k": k, "mode": "dense"})["hits"]
+            pools["dense"] = [h["id"] for h in hits]
+            words = len(str(pools[f"summary@{default}"]).split())
+            pools["dense-cut"] = " ".join(" ".join(text[c] for c in pools["dense"]).split()[:words])
+            if with_drift:
+                pools |= _drift_pools(gs, lambda t, n: ppr.search(t, n).passages, q["question"], k)
+            statements = [s.strip() for s in q["evidence"].split(";") if s.strip()]
+            _tally(totals, pools, statements, text, stop)
+        elapsed = time.perf_counter() - started
+        per_level = {str(lv): len(reader.communities(lv)) for lv in gs.levels()}
+    n = max(1, len(questions))
+    return {
+        "questions": len(questions),
+        "k": k,
+        "default_level": default,
+        "communities_per_level": per_level,
+        "chunks": len(ids),
+        "pools": {
+            name: {m: round((100 if m != "size" else 1) * v / n, 1) for m, v in t.items()}
+            for name, t in totals.items()
+        },
+        "seconds_per_question": round(elapsed / n, 2),
+    }
+
+
+def _pool_order(name: str) -> tuple[str, str]:
+    kind, _, level = name.partition("@")
+    return (level, kind)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", help="graph folder built from the medical corpus")
+    ap.add_argument("--bench", type=Path, default=BENCH, help="the shared bench folder")
+    ap.add_argument("--limit", type=int, help="only the first N summary questions")
+    ap.add_argument("--k", type=int, default=5, help="communities and chunks per pool")
+    ap.add_argument("--levels", choices=("all", "default"), default="all")
+    ap.add_argument("--drift", action="store_true", help="also score PPR local and DRIFT")
+    ap.add_argument("--out", type=Path, help="write the figures as JSON here")
+    ap.add_argument("--write-corpus", type=Path, help="write an ingestable corpus and exit")
+    args = ap.parse_args()
+    if args.write_corpus:
+        write_corpus(args.bench, args.write_corpus)
+        return 0
+    if not args.graph:
+        ap.error("--graph is required")
+    questions = load_questions(args.bench, args.limit)
+    started = time.perf_counter()
+    figures = run(Path(args.graph), questions, args.k, args.levels, args.drift)
+    figures["wall_s"] = round(time.perf_counter() - started, 1)
+    columns = (*MEASURES, "size")
+    print(f"{'pool':<20}" + "".join(f"{m:>10}" for m in columns))
+    pools: dict[str, dict[str, float]] = figures["pools"]  # type: ignore[assignment]
+    for name, row in sorted(pools.items(), key=lambda nr: _pool_order(nr[0])):
+        print(f"{name:<20}" + "".join(f"{row[m]:>10}" for m in columns))
+    print(json.dumps({k: v for k, v in figures.items() if k != "pools"}))
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

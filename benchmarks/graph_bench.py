@@ -1,0 +1,108 @@
+"""Graph search latency against bare dense search, measured in one run.
+
+    python benchmarks/graph_bench.py --graph graphs/2wiki \\
+        --questions benchmarks/data/2wiki_heldout.json [--repeat 3] [--out FILE]
+
+The baseline is what a plain vector search costs: encode the question with
+the same model, one numpy dot against the chunk matrix, top-k. Each op is
+called through the engine exactly as a client calls it (``graph`` op local
+with unit chunk, local with every unit, drift, global, and ``retrieve``
+hybrid), after one warm-up call, questions interleaved so drift in machine
+load hits every mode alike. Reported: p50 and p95 in ms and the p50 ratio to
+the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
+    ids, matrix = engine.reader.vectors("chunks")
+
+    def bare(q: str) -> Any:
+        scores = matrix @ engine.encoder.encode_one(q)
+        top = np.argpartition(-scores, k)[:k]
+        return [ids[i] for i in top[np.argsort(-scores[top])]]
+
+    return {
+        "bare encode + dot": bare,
+        "retrieve hybrid": lambda q: engine.retrieve({"query": q, "k": k}),
+        "local (chunk hits)": lambda q: engine.graph(
+            {"op": "local", "query": q, "k": k, "unit": "chunk"}
+        ),
+        "local (all units)": lambda q: engine.graph({"op": "local", "query": q, "k": k}),
+        "global": lambda q: engine.graph({"op": "global", "query": q, "k": 5}),
+        "drift": lambda q: engine.graph({"op": "drift", "query": q, "k": k}),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", required=True)
+    ap.add_argument("--questions", required=True, help="MuSiQue, HotpotQA or 2Wiki questions")
+    ap.add_argument("--repeat", type=int, default=3, help="passes over the questions")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--limit", type=int, help="only the first N questions")
+    ap.add_argument("--out", help="also write the figures as JSON here")
+    args = ap.parse_args()
+
+    import kgrag
+    from kgrag.evaluation import load_questions
+
+    questions = [q.text for q in load_questions(args.questions)][: args.limit]
+    started = time.perf_counter()
+    engine = kgrag.open(args.graph)
+    modes = _modes(engine, args.k)
+    for fn in modes.values():  # warm-up: builds the searches, loads spaCy
+        fn(questions[0])
+    setup = time.perf_counter() - started
+    times: dict[str, list[float]] = {name: [] for name in modes}
+    for _ in range(args.repeat):
+        for q in questions:
+            for name, fn in modes.items():
+                t = time.perf_counter()
+                fn(q)
+                times[name].append((time.perf_counter() - t) * 1000)
+    base = statistics.median(times["bare encode + dot"])
+    rows = []
+    for name, ts in times.items():
+        p50 = statistics.median(ts)
+        p95 = float(np.percentile(ts, 95))
+        rows.append(
+            {
+                "mode": name,
+                "p50_ms": round(p50, 1),
+                "p95_ms": round(p95, 1),
+                "ratio_p50": round(p50 / base, 2),
+            }
+        )
+    counts = engine.reader.counts()
+    print(
+        f"graph {args.graph}: {counts.get('chunks', 0):,} chunks, "
+        f"{counts.get('entities', 0):,} entities; {len(questions)} questions x {args.repeat}; "
+        f"open + warm-up {setup:.1f} s"
+    )
+    print("| mode | p50 ms | p95 ms | p50 / bare |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio_p50']} |")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"setup_s": round(setup, 1), "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

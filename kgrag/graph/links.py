@@ -1,0 +1,82 @@
+"""Title links: a passage that names another document's title points at it.
+
+Wikipedia-like corpora link pages by name: the passage about a film names
+its director, and the director has a page of their own. A title link from
+passage *a* to passage *b* says that *a*'s text contains *b*'s document title
+(a trailing parenthetical such as "(film)" dropped, case folded, on token
+boundaries). Titles named by more than ``max_in`` passages are too common
+to say anything and give no links. Local search follows these links from
+its best passage to the passages it names: the bridge hop of a multi-hop
+question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..types import Chunk, Document
+
+_TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
+_PAREN = re.compile(r"\s*\([^)]*\)\s*$")
+_MAX_TITLE_TOKENS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TitleLinks:
+    """``matrix[a, b]`` is 1 when chunk row ``a`` names the title of chunk row ``b``."""
+
+    matrix: sp.csr_matrix
+    titles: list[str]  # the document title of each row
+    max_in: int
+
+    def targets(self, row: int) -> np.ndarray:
+        """Rows that ``row`` links to."""
+        start, end = self.matrix.indptr[row], self.matrix.indptr[row + 1]
+        return np.asarray(self.matrix.indices[start:end])
+
+
+def title_key(title: str) -> tuple[str, ...]:
+    """The token key a title is matched by: no trailing parenthetical, case folded."""
+    return tuple(t.casefold() for t in _TOKEN.findall(_PAREN.sub("", title)))
+
+
+def build_links(
+    chunk_ids: Sequence[str], chunks: Sequence[Chunk], docs: dict[str, Document], max_in: int = 20
+) -> TitleLinks:
+    """Title links between the chunks of ``chunk_ids`` (row order) from their texts."""
+    by_id = {c.id: c for c in chunks}
+    rows_of: dict[tuple[str, ...], list[int]] = {}
+    titles = []
+    for row, cid in enumerate(chunk_ids):
+        title = docs[by_id[cid].doc_id].title
+        titles.append(title)
+        key = title_key(title)
+        if key and len(key) <= _MAX_TITLE_TOKENS:
+            rows_of.setdefault(key, []).append(row)
+    lengths: dict[str, set[int]] = {}  # first token -> title lengths starting with it
+    for key in rows_of:
+        lengths.setdefault(key[0], set()).add(len(key))
+    src: list[int] = []
+    dst: list[int] = []
+    for row, cid in enumerate(chunk_ids):
+        own = set(rows_of.get(title_key(titles[row]), ()))  # chunks of the same title
+        tokens = [t.casefold() for t in _TOKEN.findall(by_id[cid].text)]
+        named: set[int] = set()
+        for i, tok in enumerate(tokens):
+            for n in lengths.get(tok, ()):
+                named.update(rows_of.get(tuple(tokens[i : i + n]), ()))
+        named -= own | {row}
+        src.extend([row] * len(named))
+        dst.extend(sorted(named))
+    n = len(chunk_ids)
+    matrix = sp.csr_matrix((np.ones(len(src), dtype=np.float32), (src, dst)), shape=(n, n))
+    in_degree = np.asarray((matrix > 0).sum(axis=0)).ravel()
+    matrix = matrix.multiply((in_degree <= max_in)[None, :].astype(np.float32)).tocsr()
+    matrix.eliminate_zeros()
+    matrix.sort_indices()
+    return TitleLinks(matrix, titles, max_in)

@@ -1,0 +1,499 @@
+"""The RCP/1 ``graph`` method (spec §7.9) and the graph units of ``retrieve``.
+
+Ops: ``local`` (PPR + bridge hop; hits of units chunk, node, triplet and path,
+each with its provenance), ``global`` (community reports at a level and an
+extractive summary citing them), ``drift`` (primer, follow-ups, a local
+search each), ``communities`` (the hierarchy, paginated) and ``neighbors``
+(the graph around ``seedIds``). ``retrieve`` reaches the units ``path`` and
+``subgraph`` through :meth:`GraphOps.units`. The searches are built on first
+use and shared by every call on the version.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from ..errors import InvalidParams, Unsupported
+from ..ids import content_id
+from . import state
+from .params import parse_params, validate
+
+OPS = ("local", "global", "drift", "communities", "neighbors")
+#: hit units ``local`` returns, in this order, unless ``unit`` picks some
+LOCAL_UNITS = ("chunk", "node", "triplet", "path")
+MAX_HOPS = 3  # neighbors: hops are clamped here (RCP §15.5, unbounded traversal)
+DEFAULT_K = {"local": 10, "global": 5, "drift": 10, "communities": 50, "neighbors": 100}
+MAX_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LocalCall:
+    """One local search with the provenance of its passages."""
+
+    found: Any  # kgrag.graph.local.LocalResult
+    explained: dict[str, Any]  # chunk id -> kgrag.graph.paths.Explanation
+    distances: tuple[np.ndarray, np.ndarray]  # seed distances and predecessors
+
+
+class GraphParams(BaseModel):
+    """``graph`` params: the spec's, plus ``unit`` (local), ``depth`` and ``followups``
+    (drift) and ``cursor`` (communities)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    op: str
+    query: str | None = None
+    k: StrictInt | None = Field(None, ge=1)
+    seedIds: list[str] | None = None
+    hops: StrictInt = Field(1, ge=1)
+    level: StrictInt | None = Field(None, ge=0)
+    unit: str | list[str] | None = None
+    depth: StrictInt = Field(1, ge=1)
+    followups: StrictInt = Field(3, ge=0, le=10)
+    sessionId: str | None = None
+    indexVersion: str | None = None
+    cursor: str | None = None
+    includeText: StrictBool = True
+    strict: StrictBool = True
+
+
+def parse_graph_params(raw: Any) -> GraphParams:
+    if not isinstance(raw, dict):
+        raise InvalidParams("params must be an object", field="params")
+    if "op" not in raw:
+        raise InvalidParams("op is required", field="op")
+    p = validate(GraphParams, raw)
+    if p.op not in OPS:
+        offered = ", ".join(OPS)
+        raise Unsupported(f"graph op {p.op!r} is not offered; offered: {offered}", option="op")
+    if p.op in ("local", "global", "drift") and not (p.query or "").strip():
+        raise InvalidParams(f"op {p.op} needs a non-empty query", field="query")
+    return p
+
+
+class GraphOps:
+    """Graph search over one :class:`~kgrag.retrieval.pipeline.Retriever`'s version."""
+
+    def __init__(self, retriever: Any) -> None:
+        self.r = retriever
+        self._lock = threading.Lock()
+        self._parts: dict[str, Any] = {}
+
+    # -- lazily built searches -----------------------------------------------------------
+
+    def _part(self, name: str) -> Any:
+        with self._lock:
+            if name not in self._parts:
+                self._parts[name] = self._build(name)
+            return self._parts[name]
+
+    def _build(self, name: str) -> Any:
+        reader, encoder = self.r.reader, self.r.encoder
+        if name == "local":
+            from ..graph.local import LocalSearch
+            from ..nlp import load_spacy
+
+            spacy_name = reader.manifest.get("models", {}).get("spacy", "auto")
+            return LocalSearch(reader, encoder, load_spacy(spacy_name))
+        if name == "paths":
+            from ..graph.paths import PathFinder
+
+            local = self._part_unlocked("local")
+            return PathFinder(
+                reader.entities(),
+                list(local.relation.values()),
+                reader.mentions(),
+                local._chunks,
+                local._docs,
+            )
+        if name == "global":
+            from ..graph.global_search import GlobalSearch
+
+            return GlobalSearch(reader, encoder)
+        raise KeyError(name)
+
+    def _part_unlocked(self, name: str) -> Any:
+        if name not in self._parts:
+            self._parts[name] = self._build(name)
+        return self._parts[name]
+
+    # -- the method ------------------------------------------------------------------------
+
+    def run(self, raw: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        p = parse_graph_params(raw)
+        k = min(p.k or DEFAULT_K[p.op], self.r.config.max_k)
+        result: dict[str, Any] = getattr(self, f"_op_{p.op}")(p, k, raw)
+        result["indexVersion"] = self.r.reader.index_version
+        usage = result.setdefault("usage", {})
+        usage["latencyMs"] = round((time.perf_counter() - started) * 1000, 1)
+        return result
+
+    def _op_local(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
+        units = self._units(p)
+        hits = self._local_hits(p, self._local(str(p.query), k), units, k)
+        hits = self._dedup(p, hits)
+        return {"hits": hits, "usage": {"candidates": len(self.r.sources["chunk"].ids)}}
+
+    def _op_global(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
+        g = self._part("global")
+        res = g.search(str(p.query), k, p.level)
+        plan = self._plan(p, k)
+        source = self.r.sources["community"]
+        row_of = self.row_of(source.unit)
+        qvec = self.r.encoder.encode_one(str(p.query))
+        dense = source.matrix @ qvec if len(source.ids) else np.zeros(0)
+        communities, hits = [], []
+        for c in res.communities:
+            communities.append(
+                {
+                    "id": c.id,
+                    "level": c.level,
+                    "title": c.title,
+                    "summary": c.summary,
+                    "score": round(c.score, 6),
+                    "rating": c.rating,
+                    "leaves": list(c.leaves),
+                }
+            )
+            if c.id in row_of:
+                row = row_of[c.id]
+                hits.append(
+                    self.r._hit(plan, source, row, c.score, dense, {"global": {row: c.score}})
+                )
+        return {
+            "summary": res.summary,
+            "communities": communities,
+            "level": res.level,
+            "hits": self._dedup(p, hits),
+            "usage": {"candidates": len(source.ids)},
+        }
+
+    def _op_drift(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
+        from ..graph.drift import drift
+
+        if p.depth > MAX_DEPTH:
+            raise InvalidParams(f"depth must be at most {MAX_DEPTH}", field="depth")
+        local = self._part("local")
+        results: dict[str, Any] = {}
+
+        def run_local(text: str, n: int) -> list[tuple[str, float]]:
+            results[text] = local.search(text, n)
+            return list(results[text].passages)
+
+        res = drift(
+            str(p.query),
+            global_search=self._part("global"),
+            local=run_local,
+            k=k,
+            depth=p.depth,
+            followups=p.followups,
+            level=p.level,
+        )
+        paths = self._part("paths")
+        plan = self._plan(p, k)
+        source = self.r.sources["chunk"]
+        row_of = self.row_of(source.unit)
+        first = results[str(p.query)]
+        hits = []
+        for cid, score in res.passages:
+            found = results[res.found_by[cid][0]]
+            seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
+            explained = paths.explain(seeds, [cid], found.via)[cid]
+            row = row_of[cid]
+            hit = self.r._hit(plan, source, row, score, first.dense, {"drift": {row: score}})
+            hit["provenance"] = explained.to_wire()
+            hit["meta"]["foundBy"] = list(res.found_by[cid])
+            hits.append(hit)
+        return {
+            "hits": self._dedup(p, hits),
+            "followups": [f.text for f in res.followups],
+            "primer": [
+                {"id": c.id, "level": c.level, "score": round(c.score, 6)} for c in res.primer
+            ],
+            "usage": {"candidates": len(source.ids)},
+        }
+
+    def _op_communities(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
+        g = self._part("global")
+        key = state.request_key(raw)
+        version = self.r.reader.index_version
+        offset = state.read_cursor(p.cursor, key, version) if p.cursor else 0
+        page, after = g.hierarchy(p.level, offset, k)
+        result: dict[str, Any] = {"communities": page}
+        if after is not None:
+            result["nextCursor"] = state.make_cursor(after, key, version)
+        return result
+
+    def _op_neighbors(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
+        from ..graph.neighbors import neighbors
+
+        if not p.seedIds:
+            raise InvalidParams("op neighbors needs seedIds", field="seedIds")
+        hops = min(p.hops, MAX_HOPS)
+        result: dict[str, Any] = neighbors(self._part("local")._full, p.seedIds, hops, limit=k)
+        if hops < p.hops:
+            result["usage"] = {"notes": [f"hops clamped to {MAX_HOPS}"]}
+        return result
+
+    # -- retrieve's graph units ------------------------------------------------------------
+
+    def units(self, unit: str, query: str, k: int, include_text: bool) -> list[dict[str, Any]]:
+        """Hits of unit ``path`` (one per explained passage) or ``subgraph`` (one)."""
+        p = GraphParams(op="local", query=query, k=k, includeText=include_text)
+        call = self._local(query, k * 2 if unit == "path" else k)
+        if unit == "path":
+            return self._path_hits(p, call, k)
+        return [self._subgraph_hit(p, call)]
+
+    # -- building hits -----------------------------------------------------------------------
+
+    def _local(self, query: str, k: int) -> LocalCall:
+        """Local search, the explanation of each passage and the seed distances."""
+        found = self._part("local").search(query, k)
+        seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
+        paths = self._part("paths")
+        distances = paths.distances(seeds)
+        passages = [c for c, _ in found.passages]
+        explained = paths.explain(seeds, passages, found.via, distances)
+        return LocalCall(found, explained, distances)
+
+    def _plan(self, p: GraphParams, k: int) -> Any:
+        return self.r._plan(
+            parse_params(
+                {"query": p.query or "graph", "k": k, "mode": "dense", "includeText": p.includeText}
+            )
+        )
+
+    def _units(self, p: GraphParams) -> tuple[str, ...]:
+        asked = [p.unit] if isinstance(p.unit, str) else list(p.unit or LOCAL_UNITS)
+        bad = [u for u in asked if u not in LOCAL_UNITS]
+        if bad:
+            message = f"local returns units {', '.join(LOCAL_UNITS)}, not {', '.join(bad)}"
+            if p.strict:
+                raise Unsupported(message, option="unit")
+            asked = [u for u in asked if u in LOCAL_UNITS] or list(LOCAL_UNITS)
+        return tuple(u for u in LOCAL_UNITS if u in asked)
+
+    def _local_hits(
+        self, p: GraphParams, call: LocalCall, units: tuple[str, ...], k: int
+    ) -> list[dict[str, Any]]:
+        plan = self._plan(p, k)
+        found, explained = call.found, call.explained
+        hits: list[dict[str, Any]] = []
+        if "chunk" in units:
+            source = self.r.sources["chunk"]
+            row_of = self.row_of(source.unit)
+            ranked = {row_of[c]: s for c, s in found.passages}
+            for cid, score in found.passages:
+                hit = self.r._hit(plan, source, row_of[cid], score, found.dense, {"local": ranked})
+                hit["provenance"] = explained[cid].to_wire()
+                if cid in found.via:
+                    hit["meta"]["bridgeFrom"] = found.via[cid]
+                hits.append(hit)
+        if "node" in units:
+            hits.extend(self._node_hits(plan, call, k))
+        if "triplet" in units:
+            hits.extend(self._triplet_hits(plan, found, k))
+        if "path" in units:
+            hits.extend(self._path_hits(p, call, k))
+        return hits
+
+    def _node_hits(self, plan: Any, call: LocalCall, k: int) -> list[dict[str, Any]]:
+        found = call.found
+        local, paths = self._part("local"), self._part("paths")
+        source = self.r.sources["node"]
+        if not len(source.ids):
+            return []
+        row_of = self.row_of(source.unit)
+        vertex_ids = local.entity_vertices  # entity vertices come first, sorted by id
+        n = len(vertex_ids)
+        if "node_weight" not in self._parts:  # PPR mass favours hubs: weigh by specificity
+            spec = np.array([local.specificity[e] for e in vertex_ids])
+            self._parts["node_weight"] = np.sqrt(spec)
+        mass = found.mass[:n] * self._parts["node_weight"]
+        top = np.argpartition(-mass, min(k, n) - 1)[: min(k, n)] if n else np.zeros(0, int)
+        order = sorted(top.tolist(), key=lambda i: (-mass[i], vertex_ids[i]))
+        dist, pred = call.distances
+        rows = [row_of[vertex_ids[i]] for i in order if vertex_ids[i] in row_of]
+        qvec_dense = np.zeros(len(source.ids))
+        qvec_dense[rows] = source.matrix[rows] @ found.qvec
+        hits = []
+        for i in order:
+            eid = vertex_ids[i]
+            if eid not in row_of or mass[i] <= 0:
+                continue
+            row = row_of[eid]
+            hit = self.r._hit(
+                plan, source, row, float(mass[i]), qvec_dense, {"ppr": {row: float(mass[i])}}
+            )
+            ex = paths.entity_path(eid, dist, pred)
+            wire = ex.to_wire()
+            wire["leaves"] = list(dict.fromkeys([*wire["leaves"], *hit["provenance"]["leaves"]]))
+            hit["provenance"] = wire | {
+                "nodes": wire["nodes"] or [eid],
+                "path": wire["path"] or [eid],
+            }
+            hits.append(hit)
+        return hits
+
+    def _triplet_hits(self, plan: Any, found: Any, k: int) -> list[dict[str, Any]]:
+        source = self.r.sources["triplet"]
+        row_of = self.row_of(source.unit)
+        dense = np.zeros(len(source.ids))
+        hits = []
+        for rid, sim in found.facts[:k]:
+            if rid not in row_of:
+                continue
+            row = row_of[rid]
+            dense[row] = sim
+            hit = self.r._hit(plan, source, row, sim, dense, {"fact": {row: sim}})
+            meta = source.items[row].meta
+            edge = {
+                "src": meta["src"],
+                "dst": meta["dst"],
+                "kind": "relation",
+                "predicate": meta["predicate"],
+                "relation": rid,
+                "evidence": source.items[row].leaves[0],
+            }
+            hit["provenance"] = {
+                "path": [meta["src"], meta["dst"]],
+                "nodes": [meta["src"], meta["dst"]],
+                "edges": [edge],
+                "leaves": list(source.items[row].leaves),
+            }
+            hits.append(hit)
+        return hits
+
+    def _path_hits(self, p: GraphParams, call: LocalCall, k: int) -> list[dict[str, Any]]:
+        found, explained = call.found, call.explained
+        names = self._names()
+        hits: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for cid, score in found.passages:
+            ex = explained[cid]
+            if len(ex.edges) < 2:  # a path says more than "the seed is mentioned here"
+                continue
+            pid = content_id("path", *ex.path)
+            if pid in seen:
+                continue
+            seen.add(pid)
+            hit = {
+                "id": pid,
+                "score": round(float(score), 6),
+                "unit": "path",
+                "level": 0,
+                "meta": {"hops": len(ex.edges), "target": cid},
+                "scores": {"local": round(float(score), 6)},
+                "provenance": ex.to_wire(),
+            }
+            if p.includeText:
+                hit["text"] = render_path(ex.edges, names)
+            hits.append(hit)
+            if len(hits) == k:
+                break
+        return hits
+
+    def _subgraph_hit(self, p: GraphParams, call: LocalCall) -> dict[str, Any]:
+        found, explained = call.found, call.explained
+        edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+        nodes: list[str] = [*sorted(found.seeds, key=lambda e: (-found.seeds[e], e))[:10]]
+        leaves: list[str] = []
+        for cid, _ in found.passages:
+            ex = explained[cid]
+            nodes.extend(ex.path)
+            leaves.extend(ex.leaves)
+            for e in ex.edges:
+                edges.setdefault((e["src"], e["dst"], e["kind"]), e)
+        nodes = list(dict.fromkeys(nodes))
+        sid = content_id("subgraph", *nodes)
+        score = found.passages[0][1] if found.passages else 0.0
+        hit: dict[str, Any] = {
+            "id": sid,
+            "score": round(float(score), 6),
+            "unit": "subgraph",
+            "level": 0,
+            "meta": {"nodes": len(nodes), "edges": len(edges)},
+            "provenance": {
+                "nodes": nodes,
+                "edges": list(edges.values()),
+                "leaves": list(dict.fromkeys(leaves)),
+            },
+        }
+        if p.includeText:
+            hit["text"] = render_path(list(edges.values()), self._names(), sep="\n")
+        return hit
+
+    def row_of(self, unit: str) -> dict[str, int]:
+        """Row of each id in the source of ``unit`` (cached)."""
+        key = f"rows:{unit}"
+        if key not in self._parts:
+            self._parts[key] = {id_: i for i, id_ in enumerate(self.r.sources[unit].ids)}
+        rows: dict[str, int] = self._parts[key]
+        return rows
+
+    def _names(self) -> dict[str, str]:
+        if "names" not in self._parts:
+            names = {e.id: e.name for e in self.r.reader.entities()}
+            names |= {
+                it.id: it.citation.get("title", it.id) for it in self.r.sources["chunk"].items
+            }
+            self._parts["names"] = names
+        return dict(self._parts["names"])
+
+    def _dedup(self, p: GraphParams, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not p.sessionId:
+            return hits
+        seen = self.r.sessions.seen(p.sessionId)
+        hits = [h for h in hits if h["id"] not in seen]
+        self.r.sessions.add(p.sessionId, [h["id"] for h in hits])
+        return hits
+
+
+def tree_hits(retriever: Any, tree: Any, plan: Any) -> list[dict[str, Any]]:
+    """Tree-node retrieval by a RAPTOR strategy: ``collapsed`` ranks chunks and
+    summaries of every level together; ``traverse`` descends from the top layer
+    keeping ``beam`` nodes per layer. Each hit's provenance path is its route."""
+    qvec = retriever.encoder.encode_one(plan.query)
+    if plan.strategy == "collapsed":
+        levels = None if plan.level is None else {plan.level}
+        found = tree.collapsed(qvec, plan.k, token_budget=plan.p.tokenBudget, levels=levels)
+    else:
+        found = tree.traverse(qvec, plan.k, beam=plan.p.beam)
+    ops = retriever.graph_ops
+    hits = []
+    for th in found:
+        unit = "chunk" if th.unit == "chunk" else "tree-node"
+        source, row = retriever.sources[unit], ops.row_of(unit)[th.id]
+        dense = np.zeros(len(source.ids))
+        dense[row] = th.score
+        hit = retriever._hit(plan, source, row, th.score, dense, {plan.strategy: {row: th.score}})
+        hit["provenance"] |= {
+            "path": list(th.path),
+            "nodes": list(th.path),
+            "edges": [
+                {"src": a, "dst": b, "kind": "child"}
+                for a, b in zip(th.path, th.path[1:], strict=False)
+            ],
+        }
+        hits.append(hit)
+    return hits
+
+
+def render_path(edges: list[dict[str, Any]], names: dict[str, str], sep: str = "; ") -> str:
+    """Edges as text: ``A —predicate→ B`` for relations, ``A —mentioned in→ [passage]``."""
+    parts = []
+    for e in edges:
+        src, dst = names.get(e["src"], e["src"]), names.get(e["dst"], e["dst"])
+        label = {"mention": "mentioned in", "names": "names"}.get(e["kind"], e.get("predicate", ""))
+        if e["kind"] == "mention":
+            src, dst = dst, src  # passage -> entity reads better the other way round
+            label = "mentions"
+        parts.append(f"{src} —{label}→ {dst}")
+    return sep.join(parts)
