@@ -25,6 +25,7 @@ from typing import Any
 
 import igraph as ig
 import numpy as np
+import scipy.sparse as sp
 
 from ..encoders import Encoder
 from ..store import GraphReader
@@ -33,6 +34,7 @@ from .links import TitleLinks, build_links
 
 COOC = "co-occurs with"  # the predicate of sentence co-occurrence relations
 _RRF_K = 60
+_PPR_ROUNDS, _PPR_TOL = 100, 1e-10
 _STEP = 1e-6  # bridge targets sit this far apart below the passage that names them
 _SKIP_SPANS = frozenset({"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
 
@@ -95,6 +97,7 @@ class LocalSearch:
             self.links = build_links(self.chunk_ids, self._chunks, self._docs, settings.link_max_in)
         self.settings = settings
         self.graph = _weighted(self._full, settings)
+        self._walk = transition(self.graph)
 
     def search(self, query: str, k: int = 10) -> LocalResult:
         spans = self._spans(query) if len(self.entity_ids) else []
@@ -174,15 +177,39 @@ class LocalSearch:
             reset[self.passage_rows] += self.settings.passage_weight * _minmax(dense)
         if reset.sum() <= 0:
             return np.zeros(self.graph.vcount())
-        return np.array(
-            self.graph.personalized_pagerank(
-                directed=False,
-                damping=self.settings.damping,
-                reset=reset.tolist(),
-                weights="weight",
-                implementation="prpack",
-            )
-        )
+        return personalized_pagerank(self._walk, reset, self.settings.damping)
+
+
+def transition(g: ig.Graph) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The column-stochastic walk matrix of an undirected weighted graph, and a mask of
+    the vertices without edges (their mass jumps back to the reset distribution)."""
+    n = g.vcount()
+    ends = np.array(g.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    w = np.asarray(g.es["weight"] if g.ecount() else [], dtype=np.float64)
+    rows = np.concatenate([ends[:, 0], ends[:, 1]])
+    cols = np.concatenate([ends[:, 1], ends[:, 0]])
+    adj = sp.csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
+    strength = np.asarray(adj.sum(axis=0)).ravel()
+    dangling = strength <= 0
+    inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, strength))
+    return (adj @ sp.diags(inv)).tocsr(), dangling
+
+
+def personalized_pagerank(
+    walk: tuple[sp.csr_matrix, np.ndarray], reset: np.ndarray, damping: float
+) -> np.ndarray:
+    """PPR by power iteration (L1 change < 1e-10, at most 100 rounds): the same fixed
+    point igraph's prpack solves, at a fraction of its per-call set-up cost."""
+    matrix, dangling = walk
+    r = reset / reset.sum()
+    p = r.copy()
+    for _ in range(_PPR_ROUNDS):
+        nxt = damping * (matrix @ p + p[dangling].sum() * r) + (1.0 - damping) * r
+        done = float(np.abs(nxt - p).sum()) < _PPR_TOL
+        p = nxt
+        if done:
+            break
+    return p
 
 
 def _weighted(g: ig.Graph, s: LocalSettings) -> ig.Graph:
