@@ -1,8 +1,10 @@
-"""Global-search quality on GraphRAG-Bench medical: do the leaves of the top
-community reports hold the evidence of the summary questions?
+"""Global-search quality on GraphRAG-Bench medical: do the top community
+reports, their leaves and the global summary hold the evidence of the summary
+questions, compared with dense chunks of the same size?
 
-    kgrag ingest medical_docs.json --graph /tmp/graphs/medical --quiet
-    python benchmarks/global_bench.py --graph /tmp/graphs/medical --out global.json
+    python benchmarks/global_bench.py --write-corpus /tmp/medical_docs.json
+    kgrag ingest /tmp/medical_docs.json --graph /tmp/graphs/medical --quiet
+    python benchmarks/global_bench.py --graph /tmp/graphs/medical --drift --out global.json
 
 kgrag's loader does not read ``medical_corpus.json`` as shipped (one object
 ``{"corpus_name", "context"}``, no ``text`` key); ``--write-corpus PATH`` writes
@@ -11,7 +13,7 @@ it as one ``[{"title", "text"}]`` record and exits.
 Questions: those whose ``question_type`` mentions "summar" or "contextual"
 (GraphRAG-Bench's "Contextual Summarize"). Their ``evidence`` is a "; "-joined
 list of paraphrased statements, so verbatim matching almost never succeeds;
-three measures are reported per pool of chunks, averaged over questions:
+three measures are reported per pool, averaged over questions:
 
 - strict: share of statements whose normalised text (lower-case words joined
   by one space) occurs verbatim in the normalised concatenated pool;
@@ -20,12 +22,14 @@ three measures are reported per pool of chunks, averaged over questions:
 - stmt@0.8: share of statements with at least 80% of their content words in
   the pool.
 
-Pools: ``global@L`` the union of the leaves of the top-k communities at level L
-(every level; the default level is marked); ``dense`` the top-k chunks of
-``retrieve`` in mode dense; ``dense@matched`` the top-N chunks by dense cosine,
-N the size of the default level's pool (equal budget); ``global->k`` the k
-best leaves, by dense cosine, of the default level's pool; ``summary`` the
-text of the extractive global summary at the default level.
+Pools, for each level L (``--levels all``) or the default one: ``leaves@L`` the
+union of the leaves of the top-k communities; ``dense=leaves@L`` as many top
+dense chunks (equal budget); ``best{k}leaves@L`` the k leaves of ``leaves@L``
+with the best dense cosine; ``reports@L`` the top-k report texts;
+``summary@L`` the extractive summary. Then ``dense``: the top-k chunks of
+``retrieve`` in mode dense; ``dense-cut``: their text cut to the default
+level summary's length; with ``--drift``, ``local`` (PPR) and ``drift`` top-k.
+The size column counts chunks, or words for text pools.
 """
 
 from __future__ import annotations
