@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
@@ -230,5 +230,42 @@ def _make_chunk(doc: Document, index: int, start: int, end: int, path: tuple[str
         tokens=count_tokens(text),
         start=start,
         end=end,
+        meta=dict(doc.meta),
+    )
+
+
+def make_chunks(
+    documents: Sequence[Document],
+    *,
+    max_tokens: int,
+    overlap_tokens: int,
+    split: bool = True,
+    contextual: bool = True,
+) -> list[Chunk]:
+    """Chunks as RCP ``index/add`` asks for them.
+
+    ``split`` False keeps each document whole as one chunk; ``contextual``
+    False leaves the chunk context (the "Title > Section" line that is
+    embedded and cited with the passage) empty.
+    """
+    if split:
+        chunks = chunk_documents(documents, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    else:
+        chunks = [_whole(doc) for doc in documents]
+    if not contextual:
+        chunks = [replace(c, context="") for c in chunks]
+    return chunks
+
+
+def _whole(doc: Document) -> Chunk:
+    return Chunk(
+        id=content_id("chunk", doc.id, doc.text, "0"),
+        doc_id=doc.id,
+        index=0,
+        text=doc.text,
+        context=doc.title,
+        tokens=count_tokens(doc.text),
+        start=0,
+        end=len(doc.text),
         meta=dict(doc.meta),
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.store import GraphStore
+from kgrag.store import GraphStore, GraphWriter
 
 
 def commit(
@@ -23,8 +23,18 @@ def commit(
 ) -> str:
     """Write ``records`` (kind -> records) and ``vectors`` (kind -> ids, matrix); publish."""
     with store.writer() as writer:
-        for kind, batch in records.items():
-            writer.add(kind, batch)
-        for kind, (ids, matrix) in vectors.items():
-            writer.add_vectors(kind, ids, matrix)
-        return writer.commit(meta)
+        return commit_with(writer, records, vectors, meta)
+
+
+def commit_with(
+    writer: GraphWriter,
+    records: Mapping[str, Sequence[Any]],
+    vectors: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    meta: dict[str, Any],
+) -> str:
+    """:func:`commit` through a writer the caller already holds (and so the store lock)."""
+    for kind, batch in records.items():
+        writer.add(kind, batch)
+    for kind, (ids, matrix) in vectors.items():
+        writer.add_vectors(kind, ids, matrix)
+    return writer.commit(meta)

@@ -93,17 +93,32 @@ def build_communities(
     """
     if not entities:
         return []
+    ents, pos, edges, graph = entity_graph(entities, relations, synonyms)
+    roots = _hierarchy(graph, max_size=max_size, max_levels=max_levels, seed=seed)
+    index = _build_index(ents, pos, edges, relations, sentences, chunk_texts)
+    return _from_roots(roots, ents, index, report_sentences)
+
+
+def entity_graph(
+    entities: Sequence[Entity], relations: Sequence[Relation], synonyms: Sequence[Synonym]
+) -> tuple[list[Entity], dict[str, int], tuple[np.ndarray, np.ndarray, np.ndarray], ig.Graph]:
+    """Entities sorted by id, their positions, the merged edges and the weighted graph."""
     ents = sorted(entities, key=lambda e: e.id)
     pos = {e.id: i for i, e in enumerate(ents)}
     eu, ev, ew = _graph_edges(pos, relations, synonyms)
     graph = ig.Graph(n=len(ents), edges=np.column_stack([eu, ev]).tolist())
     graph.es["weight"] = ew.tolist()
-    roots = _hierarchy(graph, max_size=max_size, max_levels=max_levels, seed=seed)
+    return ents, pos, (eu, ev, ew), graph
+
+
+def _from_roots(
+    roots: Sequence[_Node], ents: Sequence[Entity], index: _Index, report_sentences: int
+) -> list[Community]:
+    """Number the hierarchy under ``roots`` into levels and write every report."""
     n_levels = 1 + max(r.height() for r in roots)
     slots: list[_Slot] = []
     for root in roots:
         _place(root, n_levels - 1, None, ents, slots)
-    index = _build_index(ents, pos, (eu, ev, ew), relations, sentences, chunk_texts)
     out: list[Community] = []
     for level in range(n_levels):
         level_slots = [s for s in slots if s.level == level]

@@ -1,9 +1,10 @@
 """The ingest pipeline: load -> chunk -> extract -> resolve -> graph ->
 communities -> embed -> raptor -> commit, each stage a plain function.
 
-Ingesting into a graph that already has documents rebuilds it from the
-union of the stored and the new documents (content-hash ids make the same
-file a no-op). Incremental repair without a full rebuild comes later.
+Ingesting into a graph that already has documents adds the new ones
+incrementally (:mod:`ingest.update`) when the graph was built with the same
+settings, and rebuilds from the union of stored and new documents otherwise.
+Content-hash ids make the same file a no-op.
 """
 
 from __future__ import annotations
@@ -113,11 +114,45 @@ def build(
         report.counts = current.get("counts", {})
         report.seconds = dict(stages.seconds)
         return report
+    if report.index_version and _same_settings(current.get("config", {}), config):
+        return _incremental(store, documents, config, stages, report)
     records, vectors, meta = _run_stages(docs, config, stages, report)
     meta["fingerprint"] = fingerprint
     with stages.stage("commit"):
         report.index_version = commit(store, records, vectors, meta)
     report.changed = True
+    report.seconds = dict(stages.seconds)
+    return report
+
+
+def _same_settings(stored: dict[str, Any], config: Config) -> bool:
+    """Whether a graph built with ``stored`` settings can grow under ``config``."""
+    skip = {"retrieval", "store"}
+    mine = config.model_dump(mode="json", exclude=skip)
+    return {k: v for k, v in stored.items() if k not in skip} == mine
+
+
+def _incremental(
+    store: GraphStore,
+    documents: Sequence[Document],
+    config: Config,
+    stages: Stages,
+    report: BuildReport,
+) -> BuildReport:
+    from .update import apply_update
+
+    result = apply_update(store, config, _encoder(config), add=documents, stages=stages)
+    meta = store.manifest().get("versions", {}).get(result.index_version or "", {})
+    report.index_version, report.changed, report.counts = (
+        result.index_version,
+        result.changed,
+        result.counts,
+    )
+    for key, field_ in (
+        ("communities_per_level", report.communities_per_level),
+        ("tree_nodes_per_level", report.tree_nodes_per_level),
+    ):
+        field_.update({int(k): v for k, v in meta.get(key, {}).items()})
     report.seconds = dict(stages.seconds)
     return report
 

@@ -1,4 +1,4 @@
-"""The ``kgrag`` command line: ingest, query, export, info.
+"""The ``kgrag`` command line: ingest, query, export, eval, delete, info.
 
 Exit status: 0 success; 1 some input files failed (the rest went in);
 2 a usage error or a failure that stopped the command.
@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--limit", type=int, help="only the first N questions")
     ev.add_argument("--out", help="also write the figures as JSON here")
+    dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
+    dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
+    dl.add_argument("--graph", required=True)
     info = sub.add_parser("info", help="versions and counts of a graph")
     info.add_argument("--graph", required=True)
     return p
@@ -184,6 +187,15 @@ def _eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _delete(args: argparse.Namespace) -> int:
+    from .engine import open as open_engine
+
+    with open_engine(args.graph) as engine:
+        result = engine.delete(list(args.ids))
+    print(f"deleted {result['deleted']} document(s); indexVersion {result['indexVersion']}")
+    return EXIT_OK
+
+
 def _info(args: argparse.Namespace) -> int:
     from .store import open_store
 
@@ -202,7 +214,14 @@ def _info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"ingest": _ingest, "query": _query, "export": _export, "eval": _eval, "info": _info}
+COMMANDS = {
+    "ingest": _ingest,
+    "query": _query,
+    "export": _export,
+    "eval": _eval,
+    "delete": _delete,
+    "info": _info,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,11 +8,13 @@ RCP/1 ``retrieve`` params (spec §7.7) and returns the RCP result; a pinned
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .config import Config, RetrievalConfig
 from .encoders import Encoder, load_encoder
+from .errors import InvalidParams
 from .retrieval.graph_ops import OPS
 from .retrieval.pipeline import Retriever
 from .retrieval.state import Sessions
@@ -28,24 +30,33 @@ class Engine:
     """Retrieval over one graph folder: its latest version, or a pinned older one."""
 
     def __init__(
-        self, store: GraphStore, reader: GraphReader, encoder: Encoder, config: RetrievalConfig
+        self,
+        store: GraphStore,
+        reader: GraphReader,
+        encoder: Encoder,
+        config: RetrievalConfig,
+        *,
+        build_config: Config | None = None,
     ) -> None:
         self.store = store
+        self.build_config = build_config
         self.reader = reader
         self.encoder = encoder
         self.config = config
         self.sessions = Sessions()
         self._retrievers: dict[str, Retriever] = {}
         self._lock = threading.Lock()
+        #: unpinned calls serve the store's latest version (False: the one opened)
+        self.follow_latest = True
 
     @property
     def index_version(self) -> str:
         return self.reader.index_version
 
     def retriever(self, version: str | None = None) -> Retriever:
-        """The retriever of ``version`` (the opened one when None)."""
-        version = version or self.reader.index_version
+        """The retriever of ``version`` (the latest published one when None)."""
         with self._lock:
+            version = version or self._latest()
             if version not in self._retrievers:
                 reader = (
                     self.reader
@@ -60,6 +71,14 @@ class Engine:
                 )
             return self._retrievers[version]
 
+    def _latest(self) -> str:
+        """The version unpinned calls serve; follows the store's latest (lock held)."""
+        if self.follow_latest:
+            current = self.store.current()
+            if current and current != self.reader.index_version:  # a writer published since
+                self.reader = self.store.reader(current)
+        return self.reader.index_version
+
     def retrieve(self, params: dict[str, Any]) -> dict[str, Any]:
         """Run the RCP ``retrieve`` method; see :mod:`kgrag.retrieval.pipeline`."""
         version = params.get("indexVersion") if isinstance(params, dict) else None
@@ -70,6 +89,59 @@ class Engine:
         see :mod:`kgrag.retrieval.graph_ops`."""
         version = params.get("indexVersion") if isinstance(params, dict) else None
         return self.retriever(version if isinstance(version, str) else None).graph_ops.run(params)
+
+    def add(
+        self, documents: Sequence[Any], *, chunk: bool = True, contextual: bool = False
+    ) -> dict[str, Any]:
+        """RCP ``index/add`` (§7.10): upsert ``{id?, text, meta?, title?}`` documents.
+
+        Returns ``{"ids", "chunks", "indexVersion"}``, ids in input order. A
+        document with an explicit id replaces the stored one of that id; one
+        without gets a hash of its title and text. One new version is published
+        (none when nothing changed); unpinned calls then serve it.
+        """
+        from ingest.update import apply_update, documents_from_params
+
+        docs = documents_from_params(documents)
+        result = apply_update(
+            self.store,
+            self._build_config(),
+            self.encoder,
+            add=docs,
+            split=chunk,
+            contextual=contextual,
+        )
+        with self._lock:
+            self._latest()
+        return {"ids": result.ids, "chunks": result.chunks, "indexVersion": result.index_version}
+
+    def delete(self, ids: Sequence[str]) -> dict[str, Any]:
+        """RCP ``index/delete`` (§7.11): remove documents by id; absent ids are ignored.
+
+        Returns ``{"deleted", "indexVersion"}``; a repeat deletes 0 and publishes nothing.
+        """
+        from ingest.update import apply_update
+
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
+            raise InvalidParams("ids must be an array of strings", field="ids")
+        result = apply_update(
+            self.store,
+            self._build_config(),
+            self.encoder,
+            delete=ids,
+        )
+        with self._lock:
+            self._latest()
+        return {"deleted": result.deleted, "indexVersion": result.index_version}
+
+    def _build_config(self) -> Config:
+        """The settings the graph was built with (from its manifest)."""
+        manifest = self.store.manifest()
+        stored = manifest.get("versions", {}).get(manifest.get("indexVersion", ""), {})
+        base = self.build_config or Config()
+        if "config" not in stored:
+            return base
+        return Config.model_validate(stored["config"]).model_copy(update={"store": base.store})
 
     def query(
         self, text: str, *, k: int = 5, unit: str = "chunk", mode: str = "hybrid"
@@ -105,4 +177,6 @@ def open(  # noqa: A001 - the public name is kgrag.open
         config.models.batch_size,
         config.models.device,
     )
-    return Engine(store, reader, encoder, config.retrieval)
+    engine = Engine(store, reader, encoder, config.retrieval, build_config=config)
+    engine.follow_latest = index_version is None
+    return engine

@@ -1,0 +1,291 @@
+"""The record-level half of an incremental update: prune deleted documents out
+of a stored version, merge newly parsed ones in, and reuse every stored vector
+whose record did not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from kgrag.config import Config
+from kgrag.store import VECTOR_KINDS, GraphReader
+from kgrag.types import Chunk, Community, Entity, Mention, Relation, Sentence, Synonym, TreeNode
+
+from . import embed
+from .community_repair import repair_communities
+from .graph import assemble
+from .raptor import build_tree
+from .resolve import Resolution
+from .tree_repair import repair_tree
+
+Encode = Callable[[list[str]], np.ndarray]
+_BLOCK = 2048
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Every record and vector of one version, as an update works on them."""
+
+    chunks: list[Chunk]
+    sentences: list[Sentence]
+    entities: dict[str, Entity]
+    mentions: list[Mention]
+    relations: dict[str, Relation]
+    synonyms: list[Synonym]
+    communities: list[Community]
+    tree: list[TreeNode]
+    vectors: dict[str, tuple[dict[str, int], np.ndarray]]  # kind -> (id -> row, matrix)
+    removed_chunks: frozenset[str] = frozenset()
+
+    @classmethod
+    def read(cls, reader: GraphReader) -> Snapshot:
+        vectors = {}
+        for kind in VECTOR_KINDS:
+            ids, matrix = reader.vectors(kind)
+            vectors[kind] = ({id_: i for i, id_ in enumerate(ids)}, np.asarray(matrix))
+        return cls(
+            chunks=reader.chunks(),
+            sentences=reader.sentences(),
+            entities={e.id: e for e in reader.entities()},
+            mentions=reader.mentions(),
+            relations={r.id: r for r in reader.relations()},
+            synonyms=reader.synonyms(),
+            communities=reader.communities(),
+            tree=reader.tree_nodes(),
+            vectors=vectors,
+        )
+
+    def vector(self, kind: str, id_: str) -> np.ndarray | None:
+        rows, matrix = self.vectors[kind]
+        row = rows.get(id_)
+        return None if row is None else matrix[row]
+
+
+def prune(old: Snapshot, documents: set[str]) -> Snapshot:
+    """``old`` without the given documents' chunks and everything only they supported.
+
+    A relation loses the deleted evidence passages (its weight shrinks in
+    proportion) and goes when none is left; an entity goes with its last
+    mention, and with it its relations and synonymy edges. Communities and the
+    tree are left for the repair steps.
+    """
+    rm = frozenset(c.id for c in old.chunks if c.doc_id in documents)
+    if not rm:
+        return old
+    mentions = [m for m in old.mentions if m.chunk_id not in rm]
+    alive = {m.entity_id for m in mentions}
+    entities = {
+        e.id: replace(e, chunk_ids=tuple(c for c in e.chunk_ids if c not in rm))
+        for e in old.entities.values()
+        if e.id in alive
+    }
+    relations = {}
+    for r in old.relations.values():
+        evidence = tuple(c for c in r.evidence if c not in rm)
+        if evidence and r.src in alive and r.dst in alive:
+            weight = r.weight * len(evidence) / len(r.evidence)
+            relations[r.id] = replace(r, evidence=evidence, weight=float(max(1, round(weight))))
+    return replace(
+        old,
+        chunks=[c for c in old.chunks if c.id not in rm],
+        sentences=[s for s in old.sentences if s.chunk_id not in rm],
+        entities=entities,
+        mentions=mentions,
+        relations=relations,
+        synonyms=[s for s in old.synonyms if s.src in alive and s.dst in alive],
+        removed_chunks=rm,
+    )
+
+
+def merge(
+    kept: Snapshot,
+    chunks: Sequence[Chunk],
+    chunk_vecs: np.ndarray | None,
+    res: Resolution,
+    encode: Encode,
+    c: Config,
+) -> tuple[dict[str, Sequence[Any]], dict[str, Any]]:
+    """Records and vectors of the new version: ``kept`` plus the parsed new chunks."""
+    entities, new_vecs = _merge_entities(kept, res)
+    relations = dict(kept.relations)
+    for r in res.relations:
+        old = relations.get(r.id)
+        if old is not None:
+            evidence = tuple(sorted({*old.evidence, *r.evidence}))
+            r = replace(old, weight=old.weight + r.weight, evidence=evidence)
+        relations[r.id] = r
+    rels = [relations[k] for k in sorted(relations)]
+    ents = [entities[k] for k in sorted(entities)]
+    ent_matrix = _matrix([e.id for e in ents], kept, "entities", new_vecs)
+    fresh = [e.id for e in ents if e.id not in kept.entities]
+    synonyms = _synonyms(kept.synonyms, ents, ent_matrix, fresh, c)
+    all_chunks = kept.chunks + list(chunks)
+    sentences = kept.sentences + res.sentences
+    mentions = kept.mentions + res.mentions
+    assemble(ents, all_chunks, mentions, rels, synonyms)  # refuses dangling edges
+    texts = {ch.id: ch.text for ch in all_chunks}
+    cc = c.communities
+    communities = repair_communities(
+        ents,
+        rels,
+        synonyms,
+        sentences,
+        texts,
+        kept.communities,
+        max_size=cc.max_size,
+        max_levels=cc.max_levels,
+        seed=cc.seed,
+        report_sentences=cc.report_sentences,
+    )
+    new_chunk_vecs: dict[str, np.ndarray] = {}
+    if chunk_vecs is not None:
+        new_chunk_vecs = dict(zip([ch.id for ch in chunks], chunk_vecs, strict=True))
+    chunk_matrix = _matrix([ch.id for ch in all_chunks], kept, "chunks", new_chunk_vecs)
+    tree = _tree(kept, chunks, all_chunks, chunk_matrix, c)
+    names = {e.id: e.name for e in ents}
+    facts = embed.facts(rels)
+    records: dict[str, Sequence[Any]] = {
+        "chunks": all_chunks,
+        "sentences": sentences,
+        "entities": ents,
+        "mentions": mentions,
+        "relations": rels,
+        "synonyms": synonyms,
+        "communities": communities,
+        "tree_nodes": tree,
+    }
+    vectors = {
+        "chunks": ([ch.id for ch in all_chunks], chunk_matrix),
+        "entities": ([e.id for e in ents], ent_matrix),
+        "facts": _reuse(kept, "facts", facts, lambda f: embed.fact_text(f, names), encode),
+        "communities": _reuse(
+            kept, "communities", communities, embed.report_text, encode, _report_changed(kept)
+        ),
+        "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda t: t.summary, encode),
+    }
+    return records, vectors
+
+
+def _merge_entities(
+    kept: Snapshot, res: Resolution
+) -> tuple[dict[str, Entity], dict[str, np.ndarray]]:
+    """Stored entities with the new batch resolved onto them (same normal name, same id)."""
+    entities = dict(kept.entities)
+    vecs: dict[str, np.ndarray] = {}
+    for e, vec in zip(res.entities, res.entity_vectors, strict=True):
+        old = entities.get(e.id)
+        if old is None:
+            entities[e.id] = e
+            vecs[e.id] = vec
+            continue
+        extra = [a for a in (e.name, *e.aliases) if a != old.name and a not in old.aliases]
+        chunk_ids = tuple(sorted({*old.chunk_ids, *e.chunk_ids}))
+        entities[e.id] = replace(old, aliases=old.aliases + tuple(extra), chunk_ids=chunk_ids)
+    return entities, vecs
+
+
+def _matrix(
+    ids: Sequence[str], kept: Snapshot, kind: str, fresh: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """Rows for ``ids``: the stored vector where there is one, else ``fresh``."""
+    rows, matrix = kept.vectors[kind]
+    dim = matrix.shape[1] if matrix.size else len(next(iter(fresh.values())))
+    out = np.zeros((len(ids), dim), np.float32)
+    for i, id_ in enumerate(ids):
+        row = rows.get(id_)
+        out[i] = matrix[row] if row is not None else fresh[id_]
+    return out
+
+
+def _reuse(
+    kept: Snapshot,
+    kind: str,
+    items: Sequence[Any],
+    text: Callable[[Any], str],
+    encode: Encode,
+    changed: Callable[[Any], bool] = lambda _it: False,
+) -> tuple[list[str], np.ndarray]:
+    """Vectors of ``items``: stored ones reused, only new or ``changed`` items encoded."""
+    rows, matrix = kept.vectors[kind]
+    missing = [it for it in items if it.id not in rows or changed(it)]
+    fresh = {}
+    if missing:
+        fresh = dict(
+            zip([it.id for it in missing], encode([text(it) for it in missing]), strict=True)
+        )
+    out = np.zeros((len(items), kept.vectors["chunks"][1].shape[1]), np.float32)
+    for i, it in enumerate(items):
+        out[i] = fresh[it.id] if it.id in fresh else matrix[rows[it.id]]
+    return [it.id for it in items], out
+
+
+def _report_changed(kept: Snapshot) -> Callable[[Community], bool]:
+    """Whether a community's embedded report text differs from the stored one of its id."""
+    before = {m.id: embed.report_text(m) for m in kept.communities}
+    return lambda m: before.get(m.id) != embed.report_text(m)
+
+
+def _synonyms(
+    stored: Sequence[Synonym],
+    ents: Sequence[Entity],
+    matrix: np.ndarray,
+    fresh: Sequence[str],
+    c: Config,
+) -> list[Synonym]:
+    """Stored synonymy edges plus those of the new entities: each new entity's top k
+    neighbours among all entities at cosine >= the threshold."""
+    threshold, k = c.resolve.synonym_threshold, min(c.resolve.synonym_k, len(ents) - 1)
+    pairs = {(s.src, s.dst): s for s in stored}
+    pos = {e.id: i for i, e in enumerate(ents)}
+    rows = np.array([pos[f] for f in fresh], dtype=np.int64)
+    for start in range(0, len(rows) if k > 0 else 0, _BLOCK):
+        block = rows[start : start + _BLOCK]
+        sims = matrix[block] @ matrix.T
+        sims[np.arange(len(block)), block] = -1.0
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for r, col in zip(
+            *np.nonzero(sims[np.arange(len(block))[:, None], top] >= threshold), strict=True
+        ):
+            a, b = ents[int(block[r])].id, ents[int(top[r, col])].id
+            a, b = min(a, b), max(a, b)
+            pairs.setdefault((a, b), Synonym(a, b, round(float(sims[r, top[r, col]]), 6)))
+    return [pairs[key] for key in sorted(pairs)]
+
+
+def _tree(
+    kept: Snapshot,
+    chunks: Sequence[Chunk],
+    all_chunks: Sequence[Chunk],
+    chunk_matrix: np.ndarray,
+    c: Config,
+) -> list[TreeNode]:
+    """The repaired RAPTOR tree; built afresh when the stored version had none."""
+    r = c.raptor
+    texts = {ch.id: ch.text for ch in all_chunks}
+    vector = {ch.id: chunk_matrix[i] for i, ch in enumerate(all_chunks)}
+    tree = repair_tree(
+        kept.tree,
+        set(kept.removed_chunks),
+        [ch.id for ch in chunks],
+        texts,
+        vector,
+        summary_sentences=r.summary_sentences,
+    )
+    if tree or not all_chunks:
+        return tree
+    return build_tree(
+        [ch.id for ch in all_chunks],
+        [ch.text for ch in all_chunks],
+        chunk_matrix,
+        reduced_dim=r.reduced_dim,
+        threshold=r.threshold,
+        top_size=r.top_size,
+        max_levels=r.max_levels,
+        max_cluster=r.max_cluster,
+        summary_sentences=r.summary_sentences,
+        seed=r.seed,
+    )
