@@ -18,7 +18,6 @@ from kgrag.types import Chunk, Community, Entity, Mention, Relation, Sentence, S
 from . import embed
 from .community_repair import repair_communities
 from .graph import assemble
-from .raptor import build_tree
 from .resolve import Resolution
 from .tree_repair import repair_tree
 
@@ -277,15 +276,6 @@ def _tree(
     )
     if tree or not all_chunks:
         return tree
-    return build_tree(
-        [ch.id for ch in all_chunks],
-        [ch.text for ch in all_chunks],
-        chunk_matrix,
-        reduced_dim=r.reduced_dim,
-        threshold=r.threshold,
-        top_size=r.top_size,
-        max_levels=r.max_levels,
-        max_cluster=r.max_cluster,
-        summary_sentences=r.summary_sentences,
-        seed=r.seed,
-    )
+    from .pipeline import run_tree  # the pipeline imports this module's callers
+
+    return run_tree(all_chunks, chunk_matrix, c)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from . import embed
 from .chunk import chunk_documents
 from .commit import commit
 from .communities import build_communities
-from .extract import extract
+from .extract import Extraction, extract
 from .graph import assemble
 from .load import load_paths
 from .progress import Stages
@@ -221,7 +221,7 @@ def _run_stages(
         fact_vecs = embed.embed_facts(encode, facts, names)
         community_vecs = embed.embed_communities(encode, communities)
     with stages.stage("raptor") as tick:
-        tree = _tree(chunks, chunk_vecs, c)
+        tree = run_tree(chunks, chunk_vecs, c)
         tree_vecs = embed.embed_tree(_batched(encoder, tick), tree)
     records: dict[str, Sequence[Any]] = {
         "documents": docs,
@@ -257,17 +257,7 @@ def _parse(
         )
         tick(len(docs))
     with stages.stage("extract", len(chunks)) as tick:
-        ex = extract(
-            chunks,
-            {d.id: d.title for d in docs},
-            load_spacy(c.models.spacy),
-            skip_labels=c.extract.skip_labels,
-            concepts=c.extract.concepts,
-            max_cooc_entities=c.extract.max_cooc_entities,
-            n_process=c.extract.n_process,
-            batch_size=c.extract.batch_size,
-            progress=tick,
-        )
+        ex = run_extract(chunks, docs, c, progress=tick)
     with stages.stage("resolve") as tick:
         res = resolve(
             ex,
@@ -293,7 +283,28 @@ def _communities(res: Resolution, chunks: Sequence[Chunk], c: Config) -> list[Co
     )
 
 
-def _tree(chunks: Sequence[Chunk], vectors: np.ndarray, c: Config) -> list[TreeNode]:
+def run_extract(
+    chunks: Sequence[Chunk],
+    docs: Sequence[Document],
+    c: Config,
+    progress: Callable[[int], None] | None = None,
+) -> Extraction:
+    """The extract stage with its settings unpacked from ``c``."""
+    return extract(
+        chunks,
+        {d.id: d.title for d in docs},
+        load_spacy(c.models.spacy),
+        skip_labels=c.extract.skip_labels,
+        concepts=c.extract.concepts,
+        max_cooc_entities=c.extract.max_cooc_entities,
+        n_process=c.extract.n_process,
+        batch_size=c.extract.batch_size,
+        progress=progress,
+    )
+
+
+def run_tree(chunks: Sequence[Chunk], vectors: np.ndarray, c: Config) -> list[TreeNode]:
+    """The RAPTOR stage with its settings unpacked from ``c``."""
     r = c.raptor
     return build_tree(
         [ch.id for ch in chunks],

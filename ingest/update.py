@@ -19,14 +19,12 @@ from kgrag.config import Config
 from kgrag.encoders import Encoder
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
-from kgrag.nlp import load_spacy
 from kgrag.store import GraphStore
-from kgrag.types import Chunk, Document
+from kgrag.types import Document
 
 from . import embed
 from .chunk import make_chunks
 from .commit import commit_with
-from .extract import Extraction, extract
 from .merge import Snapshot, merge, prune
 from .progress import Stages
 from .resolve import resolve
@@ -141,7 +139,7 @@ def _grow(
     stages: Stages,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Parse the new documents and merge them into ``kept``; records, vectors, meta."""
-    from .pipeline import _batched, _fingerprint, _meta, BuildReport  # noqa: I001 - cycle
+    from .pipeline import _batched, _fingerprint, _meta, BuildReport, run_extract  # noqa: I001 - cycle
 
     with stages.stage("chunk"):
         chunks = make_chunks(
@@ -153,7 +151,7 @@ def _grow(
         )
     encode = _batched(encoder, lambda _n: None)
     with stages.stage("extract"):
-        ex = _extract(chunks, new_docs, c)
+        ex = run_extract(chunks, new_docs, c)
     with stages.stage("resolve"):
         res = resolve(
             ex,
@@ -173,19 +171,6 @@ def _grow(
     meta["tree_nodes_per_level"] = _per_level(records["tree_nodes"])
     meta["fingerprint"] = _fingerprint(docs, c)
     return records, vectors, meta
-
-
-def _extract(chunks: Sequence[Chunk], docs: Sequence[Document], c: Config) -> Extraction:
-    return extract(
-        chunks,
-        {d.id: d.title for d in docs},
-        load_spacy(c.models.spacy),
-        skip_labels=c.extract.skip_labels,
-        concepts=c.extract.concepts,
-        max_cooc_entities=c.extract.max_cooc_entities,
-        n_process=c.extract.n_process,
-        batch_size=c.extract.batch_size,
-    )
 
 
 def _per_level(items: Sequence[Any]) -> dict[str, int]:
