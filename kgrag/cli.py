@@ -1,4 +1,4 @@
-"""The ``kgrag`` command line: ingest, query, export, eval, delete, info.
+"""The ``kgrag`` command line: ingest, query, export, eval, delete, info, serve.
 
 Exit status: 0 success; 1 some input files failed (the rest went in);
 2 a usage error or a failure that stopped the command.
@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
     dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
     dl.add_argument("--graph", required=True)
+    from .cli_serve import add_parser as add_serve
+
+    add_serve(sub)
     info = sub.add_parser("info", help="versions and counts of a graph")
     info.add_argument("--graph", required=True)
     return p
@@ -221,7 +224,15 @@ COMMANDS = {
     "eval": _eval,
     "delete": _delete,
     "info": _info,
+    "serve": lambda args: _serve(args),
 }
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .cli_serve import run
+
+    return run(args)
+
 
 if __name__ == "__main__":
     sys.exit(main())

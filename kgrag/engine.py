@@ -16,7 +16,7 @@ from .config import Config, RetrievalConfig
 from .encoders import Encoder, load_encoder
 from .errors import InvalidParams
 from .retrieval.graph_ops import OPS
-from .retrieval.pipeline import Retriever
+from .retrieval.pipeline import Progress, Retriever
 from .retrieval.state import Sessions
 from .store import GraphReader, GraphStore, open_store
 
@@ -46,12 +46,19 @@ class Engine:
         self.sessions = Sessions()
         self._retrievers: dict[str, Retriever] = {}
         self._lock = threading.Lock()
+        self._feedback: Any = None
         #: unpinned calls serve the store's latest version (False: the one opened)
         self.follow_latest = True
 
     @property
     def index_version(self) -> str:
         return self.reader.index_version
+
+    @property
+    def feedback_store(self) -> Any:
+        """The graph's feedback (a SQLite file beside its versions), opened on first use."""
+        with self._lock:
+            return self._feedback_unlocked()
 
     def retriever(self, version: str | None = None) -> Retriever:
         """The retriever of ``version`` (the latest published one when None)."""
@@ -67,9 +74,20 @@ class Engine:
                     old = next(v for v in self._retrievers if v != self.reader.index_version)
                     self._retrievers.pop(old).reader.close()
                 self._retrievers[version] = Retriever(
-                    reader, self.encoder, self.config, sessions=self.sessions
+                    reader,
+                    self.encoder,
+                    self.config,
+                    sessions=self.sessions,
+                    feedback=self._feedback_unlocked(),
                 )
             return self._retrievers[version]
+
+    def _feedback_unlocked(self) -> Any:
+        if self._feedback is None:
+            from .retrieval.feedback import FeedbackStore
+
+            self._feedback = FeedbackStore(self.store.root)
+        return self._feedback
 
     def _latest(self) -> str:
         """The version unpinned calls serve; follows the store's latest (lock held)."""
@@ -79,16 +97,82 @@ class Engine:
                 self.reader = self.store.reader(current)
         return self.reader.index_version
 
-    def retrieve(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Run the RCP ``retrieve`` method; see :mod:`kgrag.retrieval.pipeline`."""
+    def _pinned(self, params: Any) -> Retriever:
+        """The retriever of the call's ``indexVersion`` (the latest when absent)."""
         version = params.get("indexVersion") if isinstance(params, dict) else None
-        return self.retriever(version if isinstance(version, str) else None).retrieve(params)
+        return self.retriever(version if isinstance(version, str) else None)
+
+    def capabilities(self) -> dict[str, Any]:
+        """The RCP/1 capabilities this graph offers (spec §6), transport aside."""
+        from .retrieval import tools
+        from .retrieval.filters import OPERATORS
+        from .retrieval.state import SESSION_TTL_SECONDS
+
+        r = self.retriever()
+        caps: dict[str, Any] = {
+            "retrieve": r.capabilities() | {"modalities": ["text"]},
+            "filter": {"fields": dict(r.fields), "operators": list(OPERATORS)},
+            "graph": {"ops": list(GRAPH_OPS)},
+            "embed": tools.embed_capability(r),
+            "transform": tools.transform_capability(r),
+            "index": {"writable": True, "chunking": True, "contextual": True},
+            "session": {"dedup": True, "ttlSeconds": SESSION_TTL_SECONDS},
+            "feedback": {},
+            "memory": tools.memory_capability(),
+            "pagination": {},
+            "citations": {},
+        }
+        rerank = tools.rerank_capability(r)
+        if rerank:
+            caps["rerank"] = rerank
+        return caps
+
+    def retrieve(
+        self, params: dict[str, Any], *, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Run the RCP ``retrieve`` method; see :mod:`kgrag.retrieval.pipeline`.
+        ``progress(stage, fraction, message, partial)`` hears of each stage."""
+        return self._pinned(params).retrieve(params, progress=progress)
 
     def graph(self, params: dict[str, Any]) -> dict[str, Any]:
         """Run the RCP ``graph`` method (ops local, global, drift, communities, neighbors);
         see :mod:`kgrag.retrieval.graph_ops`."""
-        version = params.get("indexVersion") if isinstance(params, dict) else None
-        return self.retriever(version if isinstance(version, str) else None).graph_ops.run(params)
+        return self._pinned(params).graph_ops.run(params)
+
+    def embed(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``embed`` (§7.3): one vector per input, as JSON or ``f32-base64``."""
+        from .retrieval import tools
+
+        return tools.embed(self.retriever(), params)
+
+    def rerank(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``rerank`` (§7.6): a score per passage, and the order best-first."""
+        from .retrieval import tools
+
+        return tools.rerank(self.retriever(), params)
+
+    def transform(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``query/transform`` (§7.8)."""
+        from .retrieval import tools
+
+        return tools.transform_query(self.retriever(), params)
+
+    def memory_build(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``memory/build`` (§7.17): the graph is the memory; its id names the version."""
+        from .retrieval import tools
+
+        return tools.memory_build(self.retriever(), params)
+
+    def memory_recall(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``memory/recall`` (§7.17): entry points (seed entities and facts) for a query."""
+        from .retrieval import tools
+
+        return tools.memory_recall(self.retriever(), params)
+
+    def feedback(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``feedback`` (§7.16): signals are stored; hits flagged as poisoned or
+        injected sink below the others in calls that start afterwards."""
+        return self.feedback_store.record(params)
 
     def add(
         self, documents: Sequence[Any], *, chunk: bool = True, contextual: bool = False
@@ -155,6 +239,8 @@ class Engine:
                 if r.reader is not self.reader:
                     r.reader.close()
             self._retrievers.clear()
+            if self._feedback is not None:
+                self._feedback.close()
         self.reader.close()
 
     def __enter__(self) -> Engine:

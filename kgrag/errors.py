@@ -7,7 +7,12 @@
     ├── NotFound (-32015)               an id, cursor, session or graph that does not exist
     ├── InputError (-32602)             a source file could not be loaded; names the file
     ├── StoreError (-32603)             the on-disk graph is missing, broken or incompatible
-    └── ModelError (-32603)             a configured model cannot be loaded (no download is tried)
+    ├── ModelError (-32603)             a configured model cannot be loaded (no download is tried)
+    ├── Cancelled (-32006)              the client cancelled the request (notifications/cancel)
+    ├── RateLimited (-32011)            the server is shedding load; data.retryAfterMs says when
+    ├── Unauthorized (-32012)           the caller may not do this (no or wrong bearer token)
+    ├── PayloadTooLarge (-32013)        a request exceeds a limit (body bytes, batch size, inputs)
+    └── Timeout (-32014)                the server's own deadline for the request elapsed
 
 The server maps an exception to a JSON-RPC error with :func:`to_jsonrpc`.
 """
@@ -61,6 +66,26 @@ class StoreError(KgragError):
 
 class ModelError(KgragError):
     code = -32603
+
+
+class Cancelled(KgragError):
+    code = -32006
+
+
+class RateLimited(KgragError):
+    code = -32011
+
+
+class Unauthorized(KgragError):
+    code = -32012
+
+
+class PayloadTooLarge(KgragError):
+    code = -32013
+
+
+class Timeout(KgragError):
+    code = -32014
 
 
 def to_jsonrpc(exc: KgragError) -> dict[str, Any]:

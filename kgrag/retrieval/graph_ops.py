@@ -6,7 +6,8 @@ extractive summary citing them), ``drift`` (primer, follow-ups, a local
 search each), ``communities`` (the hierarchy, paginated) and ``neighbors``
 (the graph around ``seedIds``). ``retrieve`` reaches the units ``path`` and
 ``subgraph`` through :meth:`GraphOps.units`. The searches are built on first
-use and shared by every call on the version.
+use and shared by every call on the version. Hits reported through
+``feedback`` as poisoned or injected sink below the rest of their unit.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from ..errors import InvalidParams, Unsupported
 from ..ids import content_id
 from . import state
+from .feedback import sink_hits
 from .params import parse_params, validate
 
 OPS = ("local", "global", "drift", "communities", "neighbors")
@@ -126,11 +128,16 @@ class GraphOps:
 
     def run(self, raw: Any) -> dict[str, Any]:
         started = time.perf_counter()
+        flags = self.r.flags()  # once, before any work: later feedback waits for the next call
         p = parse_graph_params(raw)
         k = min(p.k or DEFAULT_K[p.op], self.r.config.max_k)
         result: dict[str, Any] = getattr(self, f"_op_{p.op}")(p, k, raw)
         result["indexVersion"] = self.r.reader.index_version
         usage = result.setdefault("usage", {})
+        if result.get("hits"):
+            result["hits"], sunk = sink_hits(result["hits"], flags, by_unit=True)
+            if sunk:
+                usage.setdefault("notes", []).append(f"{sunk} hits down-weighted by feedback")
         usage["latencyMs"] = round((time.perf_counter() - started) * 1000, 1)
         return result
 

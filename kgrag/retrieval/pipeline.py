@@ -1,15 +1,18 @@
 """``retrieve``: transform -> recall -> fuse -> rerank -> MMR -> recency ->
-minScore -> session dedup -> paginate -> pack -> cite (RCP/1 §7.7).
+feedback -> minScore -> session dedup -> paginate -> pack -> cite (RCP/1 §7.7).
 
 One :class:`Retriever` serves one graph version. Every step is
 deterministic: ties break on row order and nothing samples, so the same
-(query, params, indexVersion) gives the same hits whatever the seed.
+(query, params, indexVersion) gives the same hits whatever the seed, as long
+as no integrity ``feedback`` (§7.16) arrives in between: hits reported as
+poisoned or injected sink below the rest (:mod:`kgrag.retrieval.feedback`).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +23,7 @@ from ..encoders import Encoder
 from ..errors import InvalidParams, Unsupported
 from ..store import GraphReader
 from ..text import count_tokens
+from . import feedback as fb
 from . import filters, stages, state
 from .params import RetrieveParams, parse_params
 from .units import UNITS, Source, canonical_rows, load_sources
@@ -27,6 +31,8 @@ from .units import UNITS, Source, canonical_rows, load_sources
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = ("rrf", "weighted")
 TREE_STRATEGIES = ("flat", "collapsed", "traverse")
+#: told of each stage: (stage, progress in [0, 1], message, partial result)
+Progress = Callable[[str, float, "str | None", "dict[str, Any] | None"], None]
 #: RRF weight of each transformed query's list against the original query's 1.0
 TRANSFORM_WEIGHT = 0.2
 
@@ -48,6 +54,8 @@ class Plan:
     rewrite: str | None
     notes: list[str] = field(default_factory=list)
     strategy: str | None = None  # tree-node: "collapsed" or "traverse" (None: flat, by level)
+    #: integrity reports as they stood when the call started (feedback, §7.16)
+    flags: Mapping[str, fb.Flag] = field(default_factory=dict)
 
 
 class Retriever:
@@ -60,11 +68,14 @@ class Retriever:
         config: RetrievalConfig,
         *,
         sessions: state.Sessions | None = None,
+        feedback: fb.FeedbackStore | None = None,
     ) -> None:
         self.reader = reader
         self.encoder = encoder
         self.config = config
         self.sessions = sessions or state.Sessions()
+        #: the graph's feedback (None: reports change nothing)
+        self.feedback = feedback
         self.sources: dict[str, Source] = load_sources(reader)
         self.fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
         self._rerankers: dict[str, Any] = {}
@@ -116,10 +127,19 @@ class Retriever:
 
     # -- the call ----------------------------------------------------------------------
 
-    def retrieve(self, raw: Any) -> dict[str, Any]:
+    def flags(self) -> Mapping[str, fb.Flag]:
+        """The integrity reports a call starting now applies (taken once per call, so
+        feedback recorded meanwhile never alters a call in flight)."""
+        return self.feedback.flagged() if self.feedback is not None else {}
+
+    def retrieve(self, raw: Any, *, progress: Progress | None = None) -> dict[str, Any]:
+        """The RCP ``retrieve`` result for params ``raw``; ``progress`` (when given) is
+        told of each stage, with the recall stage's best candidates as partial hits."""
         started = time.perf_counter()
+        flags = self.flags()
         params = parse_params(raw)
         plan = self._plan(params)
+        plan.flags = flags
         if plan.unit in ("path", "subgraph") or plan.strategy:
             return self._graph_units(plan, started)
         source = self.sources[plan.unit]
@@ -128,10 +148,16 @@ class Retriever:
         sims = source.matrix @ self.encoder.encode(queries).T  # (rows, queries), computed once
         dense_all = sims.max(axis=1) if len(source.ids) else np.zeros(0)
         ranked, stage_scores, candidates = self._recall(plan, source, queries, sims, eligible)
+        if progress is not None:
+            head = [{"id": source.ids[r], "score": round(float(s), 6)} for r, s in ranked[: plan.k]]
+            progress("recall", 0.5, f"{candidates} candidates", {"hits": head})
         ranked, reranked = self._rerank(plan, source, ranked, stage_scores)
+        if progress is not None and reranked:
+            progress("rerank", 0.8, f"reranked {reranked}", None)
         if params.mmr is not None:
             ranked = stages.mmr(ranked, source.matrix, dense_all, params.mmr.lambda_, len(ranked))
         ranked = self._recency(plan, source, ranked, stage_scores)
+        ranked = self._feedback(plan, source, ranked, stage_scores)
         if params.minScore is not None:
             ranked = [(r, s) for r, s in ranked if s >= params.minScore]
         if params.sessionId:
@@ -240,6 +266,9 @@ class Retriever:
             hits = tree_hits(self, self._tree, plan)
         else:
             hits = self.graph_ops.units(plan.unit, plan.query, plan.k, plan.p.includeText)
+        hits, sunk = fb.sink_hits(hits, plan.flags)
+        if sunk:
+            plan.notes.append(f"{sunk} hits down-weighted by feedback")
         if plan.p.sessionId:
             seen = self.sessions.seen(plan.p.sessionId)
             hits = [h for h in hits if h["id"] not in seen]
@@ -306,10 +335,12 @@ class Retriever:
     def _facts(self, names: Any) -> list[str]:
         """Fact sentences about entities named in a query, for HyDE."""
         if not hasattr(self, "_names"):  # built on first use: only HyDE needs it
-            self._names = {e.id: e.name for e in self.reader.entities()}
-            self._by_name: dict[str, list[str]] = {}
-            for eid, name in self._names.items():
-                self._by_name.setdefault(name.casefold(), []).append(eid)
+            names = {e.id: e.name for e in self.reader.entities()}
+            by_name: dict[str, list[str]] = {}
+            for eid, name in names.items():
+                by_name.setdefault(name.casefold(), []).append(eid)
+            self._by_name = by_name  # before _names: a racing thread sees both or neither
+            self._names = names
         ids = sorted({eid for n in names for eid in self._by_name.get(n.casefold(), [])})
         if not ids:
             return []
@@ -417,6 +448,20 @@ class Retriever:
         out = [(r, s * float(f)) for (r, s), f in zip(ranked, factors, strict=True)]
         return sorted(out, key=lambda rs: (-rs[1], rs[0]))
 
+    def _feedback(
+        self, plan: Plan, source: Source, ranked: stages.Ranked, scores: dict[str, dict[int, float]]
+    ) -> stages.Ranked:
+        """Sink candidates reported as poisoned or injected below every other one."""
+        if not plan.flags:
+            return ranked
+        flagged = {r for r, _ in ranked if source.ids[r] in plan.flags}
+        if not flagged:
+            return ranked
+        ranked, shift = fb.sink(ranked, flagged)
+        scores["feedback"] = dict.fromkeys(flagged, -shift)
+        plan.notes.append(f"{len(flagged)} candidates down-weighted by feedback")
+        return ranked
+
     def _page(
         self,
         plan: Plan,
@@ -480,6 +525,8 @@ class Retriever:
             )
         hit["provenance"] = {"leaves": list(item.leaves)}
         hit["trust"] = trust.to_wire()
+        if item.id in plan.flags:
+            fb.mark(hit, plan.flags[item.id])
         if item.chunk is not None:
             hit["chunk"] = dict(item.chunk)
         return hit

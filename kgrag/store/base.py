@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -143,6 +144,9 @@ class GraphWriter(ABC):
 
 class GraphStore(ABC):
     """A graph folder: its published versions, readers and writers."""
+
+    #: the folder the graph lives in (sidecars such as feedback.sqlite sit beside it)
+    root: Path
 
     @abstractmethod
     def versions(self) -> list[str]:

@@ -1,0 +1,160 @@
+"""RCP over HTTP against in-process engine calls: qps, p50 and p95, one run.
+
+    python benchmarks/server_bench.py --graph graphs/2wiki \\
+        --questions benchmarks/data/2wiki_heldout.json [--concurrency 1,4,16] [--out FILE]
+
+For each operation (``retrieve`` hybrid, ``graph`` local with chunk hits) and
+each concurrency c, the same questions are answered twice: by c threads of
+this process calling the engine directly, and by c client threads posting
+JSON-RPC to ``kgrag serve --http`` running as its own process on loopback
+(keep-alive connections, one per thread). Both sides run on the same machine
+in the same run, so the ratio HTTP qps / in-process qps is what the protocol,
+the transport and the process boundary cost. A warm-up pass precedes each
+measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+OPS: dict[str, Callable[[str, int], tuple[str, dict[str, Any]]]] = {
+    "retrieve hybrid": lambda q, k: ("retrieve", {"query": q, "k": k, "mode": "hybrid"}),
+    "graph local": lambda q, k: ("graph", {"op": "local", "query": q, "k": k, "unit": "chunk"}),
+}
+
+
+def _measure(calls: list[Callable[[], Any]], concurrency: int) -> dict[str, float]:
+    """Run ``calls`` on ``concurrency`` threads; qps and latency percentiles."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def timed(fn: Callable[[], Any]) -> None:
+        start = time.perf_counter()
+        fn()
+        with lock:
+            latencies.append((time.perf_counter() - start) * 1000)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(timed, calls))
+    wall = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "qps": round(len(calls) / wall, 2),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1),
+    }
+
+
+class HttpClient:
+    """One keep-alive connection per thread to the server's shared RCP session."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.local = threading.local()
+        self.ids = itertools.count(1)
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
+        )
+        conn.request("POST", f"/rcp/{method}", body, {"Content-Type": "application/json"})
+        answer = json.loads(conn.getresponse().read())
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["result"]
+
+
+def _start_server(graph: str, workers: int) -> tuple[subprocess.Popen[bytes], str, int]:
+    cmd = [sys.executable, "-m", "kgrag", "serve", "--graph", graph, "--http", "127.0.0.1:0"]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", str(workers)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    assert proc.stderr is not None
+    for raw in proc.stderr:
+        found = re.search(r"serving RCP/1 on http://([\d.]+):(\d+)/rcp", raw.decode())
+        if found:
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep draining
+            return proc, found[1], int(found[2])
+    raise RuntimeError("kgrag serve did not start")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", required=True)
+    ap.add_argument("--questions", required=True)
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--requests", type=int, default=80, help="calls per measurement")
+    ap.add_argument("--workers", type=int, default=4, help="server worker threads")
+    ap.add_argument("-k", type=int, default=10)
+    ap.add_argument("--out", help="write the figures as JSON")
+    args = ap.parse_args()
+
+    import kgrag
+
+    questions = [q["question"] for q in json.loads(Path(args.questions).read_text())]
+    levels = [int(c) for c in args.concurrency.split(",")]
+    engine = kgrag.open(args.graph)
+    proc, host, port = _start_server(args.graph, args.workers)
+    remote = HttpClient(host, port)
+    remote.call("initialize", {"protocolVersion": 1, "client": {"name": "bench", "version": "1"}})
+    rows = []
+    try:
+        for name, make in OPS.items():
+            jobs = [make(questions[i % len(questions)], args.k) for i in range(args.requests)]
+
+            def local(method: str, params: dict[str, Any]) -> Any:
+                return getattr(engine, method)(params)
+
+            for c in levels:
+                for side, fn in (("in-process", local), ("http", remote.call)):
+                    calls = [lambda m=m, p=p, fn=fn: fn(m, p) for m, p in jobs]
+                    _measure(calls[: max(c, 8)], c)  # warm-up
+                    figures = _measure(calls, c)
+                    rows.append({"op": name, "concurrency": c, "side": side} | figures)
+                    print(json.dumps(rows[-1]), flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        engine.close()
+    print("\n| op | concurrency | in-process qps (p50/p95 ms) | HTTP qps (p50/p95 ms) | ratio |")
+    print("|---|---|---|---|---|")
+    for name in OPS:
+        for c in levels:
+            a, b = (
+                next(
+                    r for r in rows if r["op"] == name and r["concurrency"] == c and r["side"] == s
+                )
+                for s in ("in-process", "http")
+            )
+            print(
+                f"| {name} | {c} | {a['qps']} ({a['p50_ms']}/{a['p95_ms']}) | "
+                f"{b['qps']} ({b['p50_ms']}/{b['p95_ms']}) | {b['qps'] / a['qps']:.2f} |"
+            )
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""``kgrag serve``: the RCP/1 server over stdio or HTTP, for one or more graphs."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidParams
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve graphs over RCP/1 (stdio, or HTTP with SSE)",
+        description="Bearer tokens come from the environment (KGRAG_TOKEN reads and writes; "
+        "KGRAG_WRITE_TOKEN, when set, is needed for index/add and index/delete) or from "
+        "--token-file / --write-token-file, never from the command line.",
+    )
+    s.add_argument(
+        "--graph",
+        action="append",
+        required=True,
+        metavar="[NAME=]DIR",
+        help="a graph folder to serve (repeat for several; the first is the default)",
+    )
+    how = s.add_mutually_exclusive_group(required=True)
+    how.add_argument("--stdio", action="store_true", help="NDJSON on stdin/stdout")
+    how.add_argument("--http", metavar="HOST:PORT", help="HTTP on HOST:PORT (port 0: any free)")
+    s.add_argument("--config", help="JSON config file (see kgrag/config.py)")
+    s.add_argument("--read-only", action="store_true", help="do not offer index/add, index/delete")
+    s.add_argument("--token-file", help="file holding the bearer token for every call")
+    s.add_argument("--write-token-file", help="file holding the bearer token for writes")
+    s.add_argument("--rate-limit", type=float, help="requests per second per client address")
+    s.add_argument("--max-body", type=int, default=8 << 20, help="largest request, in bytes")
+    s.add_argument("--workers", type=int, default=4, help="engine worker threads")
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds before a read gives up")
+    s.add_argument("--cors", action="append", metavar="ORIGIN", help="allow a browser origin")
+
+
+def _secret(path: str | None, env: str) -> str | None:
+    if path:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise InvalidParams(f"cannot read {path}: {exc}", field="token") from exc
+        if not value:
+            raise InvalidParams(f"{path} is empty", field="token")
+        return value
+    return os.environ.get(env) or None
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InvalidParams(f"--http wants HOST:PORT, got {text!r}", field="http")
+    return host.strip("[]"), int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .server.protocol import Limits
+
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.workers < 1 or args.max_body < 1024 or args.timeout <= 0:
+        raise InvalidParams("--workers >= 1, --max-body >= 1024 and --timeout > 0", field="limits")
+    if args.rate_limit is not None and args.rate_limit <= 0:
+        raise InvalidParams("--rate-limit must be positive", field="rate-limit")
+    limits = Limits(workers=args.workers, timeout=args.timeout, max_body=args.max_body)
+    config = load_config(args.config)
+    if args.stdio:
+        from .server.stdio import protected_stdout, serve_stdio
+
+        out = protected_stdout()  # before any model loads and prints
+        graphs = _open(args, config)
+        try:
+            serve_stdio(graphs, limits=limits, stdout=out)
+        finally:
+            graphs.close()
+        return 0
+    return _serve_http(args, config, limits)
+
+
+def _open(args: argparse.Namespace, config: Any) -> Any:
+    from .server.graphs import Graphs
+
+    return Graphs.open(args.graph, config=config, writable=not args.read_only)
+
+
+def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
+    import socket
+
+    import uvicorn
+
+    from .server.http import Access, create_app
+
+    host, port = _address(args.http)
+    access = Access(
+        _secret(args.token_file, "KGRAG_TOKEN"), _secret(args.write_token_file, "KGRAG_WRITE_TOKEN")
+    )
+    graphs = _open(args, config)
+    try:
+        app = create_app(graphs, limits=limits, access=access, rate=args.rate_limit, cors=args.cors)
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections queue from now on, before uvicorn starts accepting
+        bound = sock.getsockname()
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        print(
+            f"kgrag: serving RCP/1 on http://{shown}:{bound[1]}/rcp "
+            f"(graphs: {', '.join(graphs.names)}; default {graphs.default})",
+            file=sys.stderr,
+            flush=True,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        )
+        server.run(sockets=[sock])
+    finally:
+        graphs.close()
+    return 0

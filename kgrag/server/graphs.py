@@ -1,0 +1,107 @@
+"""The graphs one server serves, by name, and the capabilities of each.
+
+``kgrag serve --graph DIR --graph NAME=DIR2`` serves several graph folders at
+once; the REST route calls them namespaces. The first is the default: plain
+``/rcp`` calls and the ``default`` namespace reach it. Capabilities are worked
+out once, when the server starts, and stay fixed for its lifetime (spec §13.2):
+a graph that later gains a level or a filter field still answers calls that use
+it, it is just not re-advertised.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..engine import Engine
+from ..errors import InvalidParams, NotFound
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+LOG_LEVELS = ["debug", "info", "notice", "warning", "error"]
+
+
+def parse_spec(spec: str) -> tuple[str, Path]:
+    """``NAME=DIR`` or ``DIR`` (named after the folder) as (name, path)."""
+    name, sep, path = spec.partition("=")
+    if not sep:
+        name, path = Path(spec.rstrip("/")).name, spec
+    if not _NAME.match(name):
+        raise InvalidParams(
+            f"graph name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)",
+            field="graph",
+        )
+    return name, Path(path)
+
+
+class Graphs:
+    """Named engines; ``default`` is the one unqualified calls reach."""
+
+    def __init__(
+        self, engines: dict[str, Engine], *, default: str | None = None, writable: bool = True
+    ) -> None:
+        if not engines:
+            raise InvalidParams("serve at least one graph", field="graph")
+        self.engines = dict(engines)
+        self.names = tuple(self.engines)
+        self.default = default or self.names[0]
+        if self.default not in self.engines:
+            raise NotFound(f"no graph named {self.default!r}", field="graph")
+        self.writable = writable
+        self._caps: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        #: index/add results by idempotency key, per graph (spec §7.10)
+        self.idempotent: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in self.names}
+
+    @classmethod
+    def open(
+        cls, specs: Iterable[str], *, config: Config | None = None, writable: bool = True
+    ) -> Graphs:
+        """Open every ``NAME=DIR`` / ``DIR`` in ``specs``; a bad one closes the others."""
+        import kgrag
+
+        engines: dict[str, Engine] = {}
+        try:
+            for spec in specs:
+                name, path = parse_spec(spec)
+                if name in engines:
+                    raise InvalidParams(f"two graphs are named {name!r}", field="graph")
+                engines[name] = kgrag.open(path, config=config)
+        except BaseException:
+            for engine in engines.values():
+                engine.close()
+            raise
+        graphs = cls(engines, writable=writable)
+        for name in graphs.names:  # load now: the first call should not pay for it
+            graphs.capabilities(name, "http")
+        return graphs
+
+    def get(self, name: str | None = None) -> Engine:
+        name = name or self.default
+        if name not in self.engines:
+            raise NotFound(f"no graph named {name!r} is served", field="graph")
+        return self.engines[name]
+
+    def capabilities(self, name: str, transport: str) -> dict[str, Any]:
+        """What ``name`` offers over ``transport`` ("stdio" or "http"), fixed once computed."""
+        key = (name, transport)
+        with self._lock:
+            if key not in self._caps:
+                caps = self.get(name).capabilities()
+                if not self.writable:
+                    caps.pop("index", None)
+                caps["streaming"] = {}
+                if transport == "stdio":
+                    caps["log"] = {"levels": list(LOG_LEVELS)}
+                if len(self.names) > 1:
+                    caps["catalog"] = {"engines": len(self.names)}
+                caps["x-kgrag"] = {"graph": name, "graphs": list(self.names)}
+                self._caps[key] = caps
+            return self._caps[key]
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()

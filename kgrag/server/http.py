@@ -1,0 +1,404 @@
+"""RCP/1 over HTTP: ``POST /rcp/<method>``, SSE progress, one ASGI app (spec §5.2).
+
+Paths::
+
+    POST /rcp[/<method>]                     the default graph
+    POST /graphs/<name>/rcp[/<method>]       graph <name>
+    POST [/graphs/<name>]/s/<key>/rcp[/...]  an explicit session (or header RCP-Session: <key>)
+    GET  /health                             liveness and the served graphs
+
+Sessions: HTTP carries no connection state, so requests without a session key
+share one session per graph, whose lifecycle follows the spec (initialize
+once, -32001 before it, -32600 on a repeat; ``shutdown`` ends it). A client
+that wants its own lifecycle sends ``RCP-Session: <key>`` or uses the
+``/s/<key>/rcp`` base URL; sessions idle for an hour are forgotten.
+
+Every JSON-RPC answer, error or not, is HTTP 200. Transport failures that
+never reach JSON-RPC get their own status, each still with a JSON-RPC error
+body so a client can read the code: 400 (-32700 / -32600) for a body that is
+not a request, 401 (-32012) for a missing or wrong bearer token, 404 for an
+unknown path or graph, 413 (-32013) over the body limit, 429 (-32011, with
+Retry-After) past the rate limit. Engine work runs on the server's worker
+threads; the event loop only parses, routes and awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import math
+import re
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from .graphs import Graphs
+from .protocol import Context, Job, Limits, Rcp, Reply, Session, dumps, error
+
+_PATH = re.compile(
+    r"^(?:/graphs/(?P<graph>[^/]+))?(?:/s/(?P<session>[^/]+))?/rcp(?:/(?P<method>.+?))?/?$"
+)
+SESSION_TTL = 3600.0
+MAX_SESSIONS = 10_000
+_JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Access:
+    """Bearer tokens: ``token`` reads (and writes, when no ``write_token``)."""
+
+    token: str | None = None
+    write_token: str | None = None
+
+    def check(self, header: str | None) -> tuple[bool, bool]:
+        """(may read, may write) for an ``Authorization`` header."""
+        given = header[7:].strip() if header and header[:7].lower() == "bearer " else None
+
+        def match(secret: str | None) -> bool:
+            return (
+                given is not None
+                and secret is not None
+                and hmac.compare_digest(given.encode(), secret.encode())
+            )
+
+        if self.token is None and self.write_token is None:
+            return True, True
+        writer = match(self.write_token) or (self.write_token is None and match(self.token))
+        reader = writer or match(self.token) or self.token is None
+        return reader, writer
+
+
+class RateLimiter:
+    """A token bucket per client address: ``rate`` requests a second, bursts of ``burst``."""
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = rate
+        self.burst = burst if burst is not None else max(1.0, 2 * rate)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def wait(self, client: str) -> float:
+        """0 when ``client`` may go now (and charge it), else the seconds to wait."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, then = self._buckets.get(client, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - then) * self.rate)
+            if tokens >= 1:
+                self._buckets[client] = (tokens - 1, now)
+                return 0.0
+            self._buckets[client] = (tokens, now)
+            if len(self._buckets) > MAX_SESSIONS:
+                self._buckets.pop(next(iter(self._buckets)))
+            return (1 - tokens) / self.rate
+
+
+class Sessions:
+    """HTTP sessions by (graph, key); the empty key is the shared one."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[tuple[str, str], Session] = {}
+        self._lock = threading.Lock()
+
+    def get(self, graph: str, key: str) -> Session:
+        now = time.monotonic()
+        with self._lock:
+            session = self._sessions.pop((graph, key), None)
+            if session is None:
+                if len(self._sessions) >= MAX_SESSIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+                session = Session(key, graph)
+            self._sessions[(graph, key)] = session  # most recent last
+            stale = [k for k, s in self._sessions.items() if now - s.last_seen > SESSION_TTL]
+            for k in stale[:16]:
+                if not self._sessions[k].inflight:
+                    del self._sessions[k]
+            session.last_seen = now
+            return session
+
+
+def _transport_error(status: int, code: int, message: str, **headers: str) -> Response:
+    return Response(dumps(error(None, code, message)), status, headers or None, _JSON)
+
+
+async def _body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None when it exceeds ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class HttpRcp:
+    """The RCP endpoint of the app: auth, limits, sessions, then :class:`Rcp`."""
+
+    def __init__(
+        self,
+        graphs: Graphs,
+        *,
+        limits: Limits | None = None,
+        access: Access | None = None,
+        rate: float | None = None,
+    ) -> None:
+        self.server = Rcp(graphs, transport="http", limits=limits)
+        self.graphs = graphs
+        self.access = access or Access()
+        self.limiter = RateLimiter(rate) if rate else None
+        self.sessions = Sessions()
+
+    def guard(self, request: Request) -> tuple[Response | None, bool]:
+        """Auth and rate limit, in that order (§5.2: auth comes before anything else)."""
+        may_read, may_write = self.access.check(request.headers.get("authorization"))
+        if not may_read:
+            return _transport_error(
+                401, -32012, "missing or wrong bearer token", **{"WWW-Authenticate": "Bearer"}
+            ), False
+        if self.limiter is not None:
+            client = request.client.host if request.client else "?"
+            wait = self.limiter.wait(client)
+            if wait > 0:
+                body = error(
+                    None,
+                    -32011,
+                    "rate limit exceeded; retry later",
+                    {"retryable": True, "retryAfterMs": math.ceil(wait * 1000)},
+                )
+                headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+                return Response(dumps(body), 429, headers, _JSON), may_write
+        return None, may_write
+
+    async def handle(self, request: Request) -> Response:
+        match = _PATH.match(request.url.path)
+        if match is None:
+            return JSONResponse({"error": f"{request.url.path} is not an RCP endpoint"}, 404)
+        if request.method != "POST":
+            return Response(status_code=405, headers={"Allow": "POST"})
+        refused, may_write = self.guard(request)
+        if refused is not None:
+            return refused
+        graph = match["graph"] or self.graphs.default
+        if graph not in self.graphs.names:
+            return _transport_error(404, -32015, f"no graph named {graph!r} is served")
+        body = await _body(request, self.server.limits.max_body)
+        if body is None:
+            return _transport_error(
+                413, -32013, f"request body exceeds {self.server.limits.max_body} bytes"
+            )
+        try:
+            message = _loads(body)
+        except ValueError as exc:
+            return _transport_error(400, -32700, f"not valid JSON: {exc}")
+        key = match["session"] or request.headers.get("rcp-session", "")
+        session = self.sessions.get(graph, key)
+        base = str(request.base_url).rstrip("/")
+        ctx = Context(session, None, can_write=may_write, base_url=base)
+        if isinstance(message, list):
+            return await self._batch(message, ctx, match["method"])
+        method = match["method"]
+        if method and isinstance(message, dict) and message.get("method") != method:
+            id_ = message.get("id") if isinstance(message.get("id"), (str, int)) else None
+            return _answer(
+                error(id_, -32600, f"URL names {method!r}, the body {message.get('method')!r}")
+            )
+        if not isinstance(message, dict):
+            return _transport_error(400, -32600, "a request must be a JSON object")
+        wants_sse = "text/event-stream" in request.headers.get("accept", "")
+        if wants_sse and _progress_token(message) is not None:
+            return await self._stream(message, ctx)
+        future = asyncio.get_running_loop().create_future()
+        ctx.send = _settle(future)
+        outcome = self.server.route(message, ctx)
+        if isinstance(outcome, Reply):
+            if outcome.shutdown:
+                session.reset()
+            return _answer(outcome.response)
+        if outcome is None:
+            return Response(status_code=204)
+        self.server.submit(outcome)
+        if outcome.call.id is None:
+            return Response(status_code=204)
+        return Response(await future, 200, media_type=_JSON)
+
+    async def _batch(self, batch: list[Any], ctx: Context, method: str | None) -> Response:
+        if method:
+            return _answer(error(None, -32600, "send a batch to the base path, not to a method"))
+        if not batch:
+            return _answer(error(None, -32600, "an empty batch is not a request"))
+        if len(batch) > self.server.limits.max_batch:
+            return _answer(
+                error(None, -32013, f"a batch holds at most {self.server.limits.max_batch}")
+            )
+        loop = asyncio.get_running_loop()
+        answers: list[bytes] = []
+        waiting = []
+        for message in batch:
+            future = loop.create_future()
+            member = Context(ctx.session, _settle(future), None, ctx.can_write, ctx.base_url)
+            outcome = self.server.route(message, member)
+            if isinstance(outcome, Reply):
+                if outcome.shutdown:
+                    ctx.session.reset()
+                answers.append(dumps(outcome.response))
+            elif isinstance(outcome, Job):
+                self.server.submit(outcome)
+                if outcome.call.id is not None:
+                    waiting.append(future)
+        answers.extend(await asyncio.gather(*waiting))
+        if not answers:
+            return Response(status_code=204)
+        return Response(b"[" + b",".join(answers) + b"]", 200, media_type=_JSON)
+
+    async def _stream(self, message: dict[str, Any], ctx: Context) -> Response:
+        """SSE: progress frames as they come, then the response frame (§5.2, §9)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        def push(frame: bytes | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, frame)
+
+        def send(response: dict[str, Any]) -> None:
+            push(dumps(response))
+            push(None)
+
+        ctx.send = send
+        ctx.emit = lambda frame: push(dumps(frame))
+        outcome = self.server.route(message, ctx)
+        if isinstance(outcome, Reply):
+            if outcome.shutdown:
+                ctx.session.reset()
+            return _answer(outcome.response)
+        if outcome is None:
+            return Response(status_code=204)
+        self.server.submit(outcome)
+
+        async def frames() -> AsyncIterator[bytes]:
+            while (frame := await queue.get()) is not None:
+                yield b"data: " + frame + b"\n\n"
+
+        return StreamingResponse(
+            frames(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+        )
+
+
+def _loads(body: bytes) -> Any:
+    import json
+
+    return json.loads(body)
+
+
+def _progress_token(message: Any) -> Any:
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def _settle(future: asyncio.Future[bytes]) -> Callable[[dict[str, Any]], None]:
+    """A thread-safe ``send`` that resolves ``future`` with the encoded response."""
+    loop = future.get_loop()
+
+    def set_once(frame: bytes) -> None:
+        if not future.done():
+            future.set_result(frame)
+
+    def send(response: dict[str, Any]) -> None:
+        loop.call_soon_threadsafe(set_once, dumps(response))
+
+    return send
+
+
+def _answer(response: dict[str, Any]) -> Response:
+    return Response(dumps(response), 200, media_type=_JSON)
+
+
+def create_app(
+    graphs: Graphs,
+    *,
+    limits: Limits | None = None,
+    access: Access | None = None,
+    rate: float | None = None,
+    cors: list[str] | None = None,
+    routes: list[BaseRoute] | None = None,
+) -> Starlette:
+    """The ASGI app: the RCP endpoint, /health, and any extra ``routes`` (REST)."""
+    endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "graphs": list(graphs.names)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await asyncio.to_thread(endpoint.server.close)  # finish in-flight calls
+
+    app = Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            *(routes or []),
+            Route("/{path:path}", endpoint.handle, methods=["GET", "POST", "PUT", "DELETE"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.rcp = endpoint
+    if cors:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=cors,
+            allow_methods=["POST", "GET", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "RCP-Session", "Accept"],
+        )
+    return app
+
+
+class Running:
+    """A uvicorn server on its own thread (tests, benchmarks, ``kgrag serve``)."""
+
+    def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 0) -> None:
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        bound_host, bound_port = self.sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        self.url = f"http://{shown}:{bound_port}"
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def start(self, timeout: float = 30.0) -> Running:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the HTTP server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+    def __enter__(self) -> Running:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,133 @@
+"""The engine-backed RCP/1 methods: each takes the call and returns its result.
+
+They run on worker threads (:meth:`Rcp.submit`) and reach the engine facade
+only. Parameter checking belongs to the engine; what is here is the protocol's
+own part: idempotency keys on index/add, progress frames, catalog/list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, StrictBool
+
+from ..errors import InvalidParams
+from ..retrieval.params import validate
+
+if TYPE_CHECKING:
+    from .protocol import Call, Context, Rcp
+
+#: index/add results remembered per graph for ``_meta.idempotencyKey``
+IDEMPOTENCY_KEYS = 1024
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class AddParams(_Params):
+    documents: list[Any]
+    chunk: StrictBool = True
+    contextual: StrictBool = False
+
+
+class DeleteParams(_Params):
+    ids: list[str]
+
+
+def _engine(server: Rcp, call: Call) -> Any:
+    return server.graphs.get(call.graph)
+
+
+def retrieve(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    call.progress("recall", 0.0)
+    result = _engine(server, call).retrieve(call.params, progress=call.progress)
+    return result
+
+
+def graph(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    op = call.params.get("op")
+    call.progress(op if isinstance(op, str) else "graph", 0.0)
+    return _engine(server, call).graph(call.params)
+
+
+def embed(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    return _engine(server, call).embed(call.params)
+
+
+def rerank(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    call.progress("rerank", 0.0)
+    return _engine(server, call).rerank(call.params)
+
+
+def transform(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    return _engine(server, call).transform(call.params)
+
+
+def index_add(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    p = validate(AddParams, call.params)
+    meta = call.params.get("_meta")
+    key = meta.get("idempotencyKey") if isinstance(meta, dict) else None
+    if key is not None and not isinstance(key, str):
+        raise InvalidParams("_meta.idempotencyKey must be a string", field="_meta.idempotencyKey")
+    seen = server.graphs.idempotent[call.graph]
+    if key is not None and key in seen:
+        return dict(seen[key])
+    call.progress("index", 0.0, f"adding {len(p.documents)} documents")
+    result = _engine(server, call).add(p.documents, chunk=p.chunk, contextual=p.contextual)
+    if key is not None:
+        if len(seen) >= IDEMPOTENCY_KEYS:
+            seen.pop(next(iter(seen)))
+        seen[key] = dict(result)
+    return result
+
+
+def index_delete(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    p = validate(DeleteParams, call.params)
+    return _engine(server, call).delete(p.ids)
+
+
+def feedback(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    return _engine(server, call).feedback(call.params)
+
+
+def memory_build(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    return _engine(server, call).memory_build(call.params)
+
+
+def memory_recall(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    return _engine(server, call).memory_recall(call.params)
+
+
+def catalog_list(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
+    """Every served graph as an engine entry (spec §7.13); HTTP ones carry their URL."""
+    from .. import __version__
+
+    engines = []
+    for name in server.graphs.names:
+        entry: dict[str, Any] = {
+            "id": name,
+            "server": {"name": "kgrag", "version": __version__},
+            "capabilities": server.capabilities(name),
+            "x-kgrag-graph": name,
+        }
+        if ctx.base_url is not None:
+            entry["endpoint"] = {"transport": "http", "url": f"{ctx.base_url}/graphs/{name}/rcp"}
+        engines.append(entry)
+    return {"engines": engines}
+
+
+TABLE: dict[str, Callable[[Rcp, Call, Context], dict[str, Any]]] = {
+    "retrieve": retrieve,
+    "graph": graph,
+    "embed": embed,
+    "rerank": rerank,
+    "query/transform": transform,
+    "index/add": index_add,
+    "index/delete": index_delete,
+    "feedback": feedback,
+    "memory/build": memory_build,
+    "memory/recall": memory_recall,
+    "catalog/list": catalog_list,
+}
