@@ -95,11 +95,9 @@ def _open(args: argparse.Namespace, config: Any) -> Any:
 
 
 def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
-    import socket
-
     import uvicorn
 
-    from .server.http import Access, create_app
+    from .server.http import Access, create_app, listen
 
     host, port = _address(args.http)
     access = Access(
@@ -108,14 +106,9 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
     graphs = _open(args, config)
     try:
         app = create_app(graphs, limits=limits, access=access, rate=args.rate_limit, cors=args.cors)
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)  # connections queue from now on, before uvicorn starts accepting
-        bound = sock.getsockname()
-        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        sock, url = listen(host, port)
         print(
-            f"kgrag: serving RCP/1 on http://{shown}:{bound[1]}/rcp "
+            f"kgrag: serving RCP/1 on {url}/rcp "
             f"(graphs: {', '.join(graphs.names)}; default {graphs.default})",
             file=sys.stderr,
             flush=True,

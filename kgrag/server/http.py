@@ -333,7 +333,8 @@ def create_app(
     cors: list[str] | None = None,
     routes: list[BaseRoute] | None = None,
 ) -> Starlette:
-    """The ASGI app: the RCP endpoint, /health, and any extra ``routes`` (REST)."""
+    """The ASGI app: the RCP endpoint, the Knowhere-style REST route, /health, and any
+    extra ``routes``."""
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
 
     async def health(request: Request) -> Response:
@@ -365,18 +366,29 @@ def create_app(
     return app
 
 
+def listen(host: str, port: int) -> tuple[socket.socket, str]:
+    """A listening TCP socket on ``host:port`` (port 0: any free one) and its base URL.
+
+    The protocol is named (IPPROTO_TCP) because asyncio turns Nagle off only on
+    sockets that say they are TCP; without it every response that goes out in
+    two writes waits ~40 ms for the client's delayed ACK."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # connections queue from now on, before uvicorn accepts them
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    return sock, f"http://{shown}:{bound_port}"
+
+
 class Running:
     """A uvicorn server on its own thread (tests, benchmarks, ``kgrag serve``)."""
 
     def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 0) -> None:
         import uvicorn
 
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        bound_host, bound_port = self.sock.getsockname()[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        self.url = f"http://{shown}:{bound_port}"
+        self.sock, self.url = listen(host, port)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
