@@ -139,6 +139,25 @@ class Engine:
         see :mod:`kgrag.retrieval.graph_ops`."""
         return self._pinned(params).graph_ops.run(params)
 
+    def chunks(self) -> list[dict[str, Any]]:
+        """Every chunk of the latest version, hit-shaped (``id``, ``text``, ``meta``,
+        ``citation``, ``chunk``), in store order; for callers that scope a corpus.
+        The records are shared: read them, do not change them."""
+        r = self.retriever()
+        records = r.chunk_records
+        if records is None:  # built once per version
+            records = r.chunk_records = [
+                {
+                    "id": it.id,
+                    "text": it.text,
+                    "meta": dict(it.meta),
+                    "citation": dict(it.citation),
+                    "chunk": dict(it.chunk or {}),
+                }
+                for it in r.sources["chunk"].items
+            ]
+        return records
+
     def embed(self, params: dict[str, Any]) -> dict[str, Any]:
         """RCP ``embed`` (§7.3): one vector per input, as JSON or ``f32-base64``."""
         from .retrieval import tools

@@ -82,6 +82,8 @@ class Retriever:
         self._trust: dict[str, Any] = {}
         self._graph_ops: Any = None
         self._tree: Any = None
+        #: every chunk hit-shaped, built by Engine.chunks on first use
+        self.chunk_records: list[dict[str, Any]] | None = None
 
     @property
     def graph_ops(self) -> Any:

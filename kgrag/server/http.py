@@ -335,6 +335,8 @@ def create_app(
 ) -> Starlette:
     """The ASGI app: the RCP endpoint, the Knowhere-style REST route, /health, and any
     extra ``routes``."""
+    from .rest import rest_routes
+
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
 
     async def health(request: Request) -> Response:
@@ -348,6 +350,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            *rest_routes(endpoint),
             *(routes or []),
             Route("/{path:path}", endpoint.handle, methods=["GET", "POST", "PUT", "DELETE"]),
         ],
