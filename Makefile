@@ -34,7 +34,8 @@ lint: install
 	$(BIN)/mypy kgrag ingest
 
 bench: install
-	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/ingest_bench.py --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag bench --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json \
+		--graph graphs/2wiki --questions benchmarks/data/2wiki_heldout.json --out bench-report
 
 BENCH ?= ../shared/bench
 eval: install

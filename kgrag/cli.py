@@ -1,4 +1,4 @@
-"""The ``kgrag`` command line: ingest, query, export, eval, delete, info, serve.
+"""The ``kgrag`` command line: ingest, query, export, eval, delete, info, serve, bench.
 
 Exit status: 0 success; 1 some input files failed (the rest went in);
 2 a usage error or a failure that stopped the command.
@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     from .cli_serve import add_parser as add_serve
 
     add_serve(sub)
+    from .cli_bench import add_parser as add_bench
+
+    add_bench(sub)
     info = sub.add_parser("info", help="versions and counts of a graph")
     info.add_argument("--graph", required=True)
     return p
@@ -225,11 +228,18 @@ COMMANDS = {
     "delete": _delete,
     "info": _info,
     "serve": lambda args: _serve(args),
+    "bench": lambda args: _bench(args),
 }
 
 
 def _serve(args: argparse.Namespace) -> int:
     from .cli_serve import run
+
+    return run(args)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .cli_bench import run
 
     return run(args)
 

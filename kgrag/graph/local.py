@@ -86,6 +86,12 @@ class LocalSearch:
         self.vertex = {v: i for i, v in enumerate(self._full.vs["id"])}
         self.passage_rows = np.array([self.vertex[c] for c in self.chunk_ids], dtype=np.int64)
         self.specificity = {e.id: 1.0 / max(1, len(e.chunk_ids)) for e in entities}
+        name_of = {e.id: e.name for e in entities}
+        #: an entity name -> its first vector row: a span that is exactly a known name
+        #: takes that entity's stored vector instead of a model call
+        self._name_row: dict[str, int] = {}
+        for row, eid in enumerate(self.entity_ids):
+            self._name_row.setdefault(name_of.get(eid, ""), row)
         self.entity_vertices = [v for v in self._full.vs["id"] if v in self.specificity]
         self._chunks, self._docs = reader.chunks(), {d.id: d for d in reader.documents()}
         self.links: TitleLinks | None = None
@@ -101,9 +107,12 @@ class LocalSearch:
 
     def search(self, query: str, k: int = 10) -> LocalResult:
         spans = self._spans(query) if len(self.entity_ids) else []
-        vectors = self.encoder.encode([query, *spans])  # one model call for all
+        known = [self._name_row[s] for s in spans if s in self._name_row]
+        unknown = [s for s in spans if s not in self._name_row]
+        vectors = self.encoder.encode([query, *unknown])  # one model call for the rest
         qvec = vectors[0]
-        seeds, facts = self._seeds(qvec, vectors[1:])
+        span_vecs = np.vstack([self.entity_matrix[known], vectors[1:]]) if spans else vectors[1:]
+        seeds, facts = self._seeds(qvec, span_vecs)
         dense = self.chunk_matrix @ qvec if len(self.chunk_ids) else np.zeros(0)
         mass = self._ppr(seeds, dense)
         score = mass[self.passage_rows] if len(self.passage_rows) else np.zeros(0)
