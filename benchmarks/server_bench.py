@@ -16,18 +16,13 @@ measurement.
 from __future__ import annotations
 
 import argparse
-import http.client
-import itertools
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,51 +33,6 @@ OPS: dict[str, Callable[[str, int], tuple[str, dict[str, Any]]]] = {
     "retrieve hybrid": lambda q, k: ("retrieve", {"query": q, "k": k, "mode": "hybrid"}),
     "graph local": lambda q, k: ("graph", {"op": "local", "query": q, "k": k, "unit": "chunk"}),
 }
-
-
-def _measure(calls: list[Callable[[], Any]], concurrency: int) -> dict[str, float]:
-    """Run ``calls`` on ``concurrency`` threads; qps and latency percentiles."""
-    latencies: list[float] = []
-    lock = threading.Lock()
-
-    def timed(fn: Callable[[], Any]) -> None:
-        start = time.perf_counter()
-        fn()
-        with lock:
-            latencies.append((time.perf_counter() - start) * 1000)
-
-    started = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(timed, calls))
-    wall = time.perf_counter() - started
-    latencies.sort()
-    return {
-        "qps": round(len(calls) / wall, 2),
-        "p50_ms": round(statistics.median(latencies), 1),
-        "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1),
-    }
-
-
-class HttpClient:
-    """One keep-alive connection per thread to the server's shared RCP session."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.local = threading.local()
-        self.ids = itertools.count(1)
-
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
-        )
-        conn.request("POST", f"/rcp/{method}", body, {"Content-Type": "application/json"})
-        answer = json.loads(conn.getresponse().read())
-        if "error" in answer:
-            raise RuntimeError(answer["error"])
-        return answer["result"]
 
 
 def _start_server(graph: str, workers: int) -> tuple[subprocess.Popen[bytes], str, int]:
@@ -111,12 +61,13 @@ def main() -> int:
     args = ap.parse_args()
 
     import kgrag
+    from kgrag.bench import HttpClient, timed_run
 
     questions = [q["question"] for q in json.loads(Path(args.questions).read_text())]
     levels = [int(c) for c in args.concurrency.split(",")]
     engine = kgrag.open(args.graph)
     proc, host, port = _start_server(args.graph, args.workers)
-    remote = HttpClient(host, port)
+    remote = HttpClient(f"http://{host}:{port}")
     remote.call("initialize", {"protocolVersion": 1, "client": {"name": "bench", "version": "1"}})
     rows = []
     try:
@@ -129,11 +80,12 @@ def main() -> int:
             for c in levels:
                 for side, fn in (("in-process", local), ("http", remote.call)):
                     calls = [lambda m=m, p=p, fn=fn: fn(m, p) for m, p in jobs]
-                    _measure(calls[: max(c, 8)], c)  # warm-up
-                    figures = _measure(calls, c)
+                    timed_run(calls[: max(c, 8)], c)  # warm-up
+                    figures = timed_run(calls, c)
                     rows.append({"op": name, "concurrency": c, "side": side} | figures)
                     print(json.dumps(rows[-1]), flush=True)
     finally:
+        remote.close()
         proc.terminate()
         proc.wait(30)
         engine.close()

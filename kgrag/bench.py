@@ -249,7 +249,7 @@ class HttpClient:
             self.opened.clear()
 
 
-def _timed_run(calls: Sequence[Callable[[], Any]], concurrency: int) -> dict[str, float]:
+def timed_run(calls: Sequence[Callable[[], Any]], concurrency: int) -> dict[str, float]:
     """Run ``calls`` on ``concurrency`` threads: qps, p50 and p95 in ms."""
     latencies: list[float] = []
     lock = threading.Lock()
@@ -301,8 +301,8 @@ def measure_http(
                     row: dict[str, Any] = {"op": "retrieve hybrid", "concurrency": c}
                     for side, fn in sides.items():
                         calls = [lambda p=p, fn=fn: fn(p) for p in jobs]
-                        _timed_run(calls[: max(c, 8)], c)  # warm-up
-                        row[side] = _timed_run(calls, c)
+                        timed_run(calls[: max(c, 8)], c)  # warm-up
+                        row[side] = timed_run(calls, c)
                     row["ratio_qps"] = sig(row["http"]["qps"] / row["in-process"]["qps"], 3)
                     rows.append(row)
             finally:
