@@ -1,7 +1,9 @@
 """Repair a community hierarchy after an update instead of rebuilding it.
 
 Leiden starts from the previous membership, new entities as singletons, at
-the top and again inside every community that changed: a community is
+the top and again inside every community that changed, and only the entities
+the update touched (new ones, and those whose mentions or edges changed) may
+move; the others stay in their previous community. A community is
 matched to the previous one it overlaps most, its subgraph is split starting
 from that one's children, and any piece whose members are exactly a previous
 community's keeps that community's whole subtree. Ids hash level and
@@ -12,7 +14,7 @@ recomputed everywhere (they are cheap and new relations may reach them).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import igraph as ig
 import leidenalg
@@ -43,8 +45,13 @@ def repair_communities(
     max_levels: int,
     seed: int,
     report_sentences: int,
+    touched: Collection[str] | None = None,
 ) -> list[Community]:
-    """The hierarchy of the updated graph, sorted by level then id (see the module doc)."""
+    """The hierarchy of the updated graph, sorted by level then id (see the module doc).
+
+    ``touched`` names the entities whose mentions or edges changed; the others keep
+    their previous community at every level Leiden runs (None: every entity may move).
+    """
     settings = dict(max_size=max_size, max_levels=max_levels, seed=seed)
     if not previous or not entities:
         return build_communities(
@@ -59,6 +66,7 @@ def repair_communities(
     ents, pos, edges, graph = entity_graph(entities, relations, synonyms)
     top = max(c.level for c in previous)
     repair = _Repair(ents, pos, {c.id: c for c in previous}, max_size, max_levels - 1, seed)
+    repair.touched = None if touched is None else frozenset(touched)
     tops = sorted((c for c in previous if c.level == top), key=lambda c: c.id)
     whole = np.arange(len(ents))
     roots = [
@@ -83,21 +91,25 @@ class _Repair:
         self.ents, self.pos, self.by_id = ents, pos, by_id
         self.max_size, self.max_depth, self.seed = max_size, max_depth, seed
         self._owners: dict[int, tuple[Sequence[Community], dict[str, int]]] = {}
+        self.touched: frozenset[str] | None = None
 
     def partition(
         self, graph: ig.Graph, gids: np.ndarray, before: Sequence[Community]
     ) -> list[np.ndarray]:
         """Leiden on ``graph`` (vertex i is entity ``gids[i]``) from the ``before`` membership."""
         label = {m: i for i, c in enumerate(before) for m in c.members}
-        start = [label.get(self.ents[g].id, len(before) + i) for i, g in enumerate(gids)]
+        ids = [self.ents[g].id for g in gids.tolist()]
+        start = [label.get(e, len(before) + i) for i, e in enumerate(ids)]
         initial = np.unique(start, return_inverse=True)[1].ravel().tolist()
-        partition = leidenalg.find_partition(
-            graph,
-            leidenalg.ModularityVertexPartition,
-            weights="weight",
-            initial_membership=initial,
-            seed=self.seed,
+        partition = leidenalg.ModularityVertexPartition(
+            graph, weights="weight", initial_membership=initial
         )
+        fixed = None
+        if self.touched is not None:  # untouched old members stay where they were
+            fixed = [e in label and e not in self.touched for e in ids]
+        optimiser = leidenalg.Optimiser()
+        optimiser.set_rng_seed(self.seed)
+        optimiser.optimise_partition(partition, n_iterations=2, is_membership_fixed=fixed)
         return _groups(list(partition.membership))
 
     def node(

@@ -39,6 +39,8 @@ class Snapshot:
     tree: list[TreeNode]
     vectors: dict[str, tuple[dict[str, int], np.ndarray]]  # kind -> (id -> row, matrix)
     removed_chunks: frozenset[str] = frozenset()
+    #: entities whose mentions or edges the update changed (pruning and merging add to it)
+    touched: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, reader: GraphReader) -> Snapshot:
@@ -88,8 +90,20 @@ def prune(old: Snapshot, documents: set[str]) -> Snapshot:
         if evidence and r.src in alive and r.dst in alive:
             weight = r.weight * len(evidence) / len(r.evidence)
             relations[r.id] = replace(r, evidence=evidence, weight=float(max(1, round(weight))))
+    lost = {m.entity_id for m in old.mentions if m.chunk_id in rm}
+    lost |= {e for r in old.relations.values() if r.id not in relations for e in (r.src, r.dst)}
+    lost |= {
+        e
+        for r in old.relations.values()
+        if r.id in relations and len(relations[r.id].evidence) < len(r.evidence)
+        for e in (r.src, r.dst)
+    }
+    lost |= {
+        e for s in old.synonyms if not (s.src in alive and s.dst in alive) for e in (s.src, s.dst)
+    }
     return replace(
         old,
+        touched=frozenset(lost & alive),
         chunks=[c for c in old.chunks if c.id not in rm],
         sentences=[s for s in old.sentences if s.chunk_id not in rm],
         entities=entities,
@@ -121,11 +135,15 @@ def merge(
     ents = [entities[k] for k in sorted(entities)]
     ent_matrix = _matrix([e.id for e in ents], kept, "entities", new_vecs)
     fresh = [e.id for e in ents if e.id not in kept.entities]
+    fresh_set = set(fresh)
     synonyms = _synonyms(kept.synonyms, ents, ent_matrix, fresh, c)
     all_chunks = kept.chunks + list(chunks)
     sentences = kept.sentences + res.sentences
     mentions = kept.mentions + res.mentions
     assemble(ents, all_chunks, mentions, rels, synonyms)  # refuses dangling edges
+    ends = [(r.src, r.dst) for r in res.relations]
+    ends += [(y.src, y.dst) for y in synonyms if y.src in fresh_set or y.dst in fresh_set]
+    touched = set(kept.touched) | {e.id for e in res.entities} | {e for pair in ends for e in pair}
     texts = {ch.id: ch.text for ch in all_chunks}
     cc = c.communities
     communities = repair_communities(
@@ -139,6 +157,7 @@ def merge(
         max_levels=cc.max_levels,
         seed=cc.seed,
         report_sentences=cc.report_sentences,
+        touched=touched,
     )
     new_chunk_vecs: dict[str, np.ndarray] = {}
     if chunk_vecs is not None:
@@ -161,9 +180,7 @@ def merge(
         "chunks": ([ch.id for ch in all_chunks], chunk_matrix),
         "entities": ([e.id for e in ents], ent_matrix),
         "facts": _reuse(kept, "facts", facts, lambda f: embed.fact_text(f, names), encode),
-        "communities": _reuse(
-            kept, "communities", communities, embed.report_text, encode, _report_changed(kept)
-        ),
+        "communities": _reuse_reports(kept, communities, encode),
         "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda t: t.summary, encode),
     }
     return records, vectors
@@ -206,11 +223,10 @@ def _reuse(
     items: Sequence[Any],
     text: Callable[[Any], str],
     encode: Encode,
-    changed: Callable[[Any], bool] = lambda _it: False,
 ) -> tuple[list[str], np.ndarray]:
-    """Vectors of ``items``: stored ones reused, only new or ``changed`` items encoded."""
+    """Vectors of ``items``: stored ones reused (ids are content hashes), new ones encoded."""
     rows, matrix = kept.vectors[kind]
-    missing = [it for it in items if it.id not in rows or changed(it)]
+    missing = [it for it in items if it.id not in rows]
     fresh = {}
     if missing:
         fresh = dict(
@@ -222,10 +238,21 @@ def _reuse(
     return [it.id for it in items], out
 
 
-def _report_changed(kept: Snapshot) -> Callable[[Community], bool]:
-    """Whether a community's embedded report text differs from the stored one of its id."""
-    before = {m.id: embed.report_text(m) for m in kept.communities}
-    return lambda m: before.get(m.id) != embed.report_text(m)
+def _reuse_reports(
+    kept: Snapshot, communities: Sequence[Community], encode: Encode
+) -> tuple[list[str], np.ndarray]:
+    """Report vectors: a community whose report text is one already embedded (under its
+    own id or another: an ancestor that gained a minor member keeps its report) reuses
+    that vector; only new texts are encoded."""
+    rows, matrix = kept.vectors["communities"]
+    stored = {embed.report_text(m): rows[m.id] for m in kept.communities if m.id in rows}
+    texts = [embed.report_text(m) for m in communities]
+    missing = sorted({t for t in texts if t not in stored})
+    fresh = dict(zip(missing, encode(missing), strict=True)) if missing else {}
+    out = np.zeros((len(communities), kept.vectors["chunks"][1].shape[1]), np.float32)
+    for i, text in enumerate(texts):
+        out[i] = fresh[text] if text in fresh else matrix[stored[text]]
+    return [m.id for m in communities], out
 
 
 def _synonyms(

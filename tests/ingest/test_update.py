@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import kgrag
@@ -220,3 +221,81 @@ def test_repair_of_an_unchanged_graph_keeps_every_community(science_reader):
         report_sentences=c.report_sentences,
     )
     assert after == before
+
+
+def test_repair_moves_only_touched_entities(science_reader):
+    """A new entity tied to one old one: every old community without a touched member
+    comes back with the same id (same members, same level)."""
+    from ingest.community_repair import repair_communities
+    from kgrag.types import Entity, Relation
+    from tests.conftest import small_config
+
+    c = small_config().communities
+    before = science_reader.communities()
+    entities = science_reader.entities()
+    anchor = sorted(entities, key=lambda e: (-len(e.chunk_ids), e.id))[0]
+    chunk = anchor.chunk_ids[0]
+    new = Entity("e:zz-new", "Zeta Newcomer", "PERSON", (), (chunk,))
+    tie = Relation("r:zz-new", new.id, "work with", anchor.id, 3.0, "svo", (chunk,))
+    touched = {new.id, anchor.id}
+    after = repair_communities(
+        [*entities, new],
+        [*science_reader.relations(), tie],
+        science_reader.synonyms(),
+        science_reader.sentences(),
+        {ch.id: ch.text for ch in science_reader.chunks()},
+        before,
+        max_size=c.max_size,
+        max_levels=c.max_levels,
+        seed=c.seed,
+        report_sentences=c.report_sentences,
+        touched=touched,
+    )
+    assert any(new.id in m.members for m in after if m.level == 0)
+    after_ids = {m.id for m in after}
+    untouched = [m for m in before if not touched & set(m.members)]
+    assert untouched and all(m.id in after_ids for m in untouched)
+
+
+def test_leiden_repair_leaves_untouched_entities_where_they_were(science_reader):
+    """From a deliberately poor previous split, free Leiden regroups everyone; with a
+    touched set, only the touched entities move."""
+    import numpy as np
+
+    from ingest.communities import entity_graph
+    from ingest.community_repair import _Repair
+    from kgrag.types import Community, CommunityReport
+
+    ents, pos, _, graph = entity_graph(
+        science_reader.entities(), science_reader.relations(), science_reader.synonyms()
+    )
+    report = CommunityReport("", (), (), ())
+    halves = [tuple(e.id for e in ents[i::2]) for i in (0, 1)]  # alternate: no structure
+    before = [Community(f"m:{i}", 0, None, (), m, report, 0.0, ()) for i, m in enumerate(halves)]
+    gids = np.arange(len(ents))
+
+    def groups(touched: set[str] | None) -> set[frozenset[str]]:
+        repair = _Repair(ents, pos, {m.id: m for m in before}, 6, 3, 42)
+        repair.touched = None if touched is None else frozenset(touched)
+        return {frozenset(ents[i].id for i in g) for g in repair.partition(graph, gids, before)}
+
+    assert groups(None) != set(map(frozenset, halves))  # free Leiden regroups
+    assert groups(set()) == set(map(frozenset, halves))  # nothing touched: nothing moves
+    mover = ents[0].id
+    moved = groups({mover})
+    stay = [set(h) - {mover} for h in halves]
+    assert all(any(s <= g for g in moved) for s in stay)
+
+
+def test_community_vectors_after_an_add_embed_their_report(engine, graph):
+    """Reused or fresh, every community vector is the embedding of its current report."""
+    from ingest import embed
+
+    engine.add([ZORBLAX])
+    with open_store(graph).reader() as reader:
+        ids, matrix = reader.vectors("communities")
+        by_id = {c.id: c for c in reader.communities()}
+        texts = [embed.report_text(by_id[i]) for i in ids]
+    expected = engine.encoder.encode(texts)
+    cosines = np.sum(np.asarray(matrix) * expected, axis=1)
+    assert len(ids) == len(by_id) and float(cosines.min()) > 0.999
