@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import math
 import re
 import socket
@@ -199,7 +200,7 @@ class HttpRcp:
                 413, -32013, f"request body exceeds {self.server.limits.max_body} bytes"
             )
         try:
-            message = _loads(body)
+            message = json.loads(body)
         except ValueError as exc:
             return _transport_error(400, -32700, f"not valid JSON: {exc}")
         key = match["session"] or request.headers.get("rcp-session", "")
@@ -292,12 +293,6 @@ class HttpRcp:
         return StreamingResponse(
             frames(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
         )
-
-
-def _loads(body: bytes) -> Any:
-    import json
-
-    return json.loads(body)
 
 
 def _progress_token(message: Any) -> Any:
