@@ -302,16 +302,19 @@ def memory_recall(retriever: Retriever, params: Any) -> dict[str, Any]:
     query, best first, each with its entity ids and a weight in (0, 1] relative to the
     best; and the local search's top ``n`` chunk hits (deduplicated by ``sessionId``
     like every other search). ``n`` is clamped to maxK."""
+    from .feedback import sink_hits
     from .graph_ops import GraphParams
 
     p = validate(MemoryRecallParams, _object(params))
     query = _query(p.query)
     _memory_id(retriever, p.memoryId)
+    flags = retriever.flags()  # before any work, as every search takes it
     n = min(p.n, retriever.config.max_k)
     ops = retriever.graph_ops
     call = ops._local(query, n)
     local = GraphParams(op="local", query=query, k=n, sessionId=p.sessionId)
     hits = ops._dedup(local, ops._local_hits(local, call, ("chunk",), n))
+    hits, _ = sink_hits(hits, flags, by_unit=True)  # reported hits sink, as in graph local
     return {"clues": _clues(retriever, call.found, n), "hits": hits}
 
 

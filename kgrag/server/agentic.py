@@ -112,7 +112,10 @@ def explore(
     )
     before = _top_ids(pool.ranked(), top_k)
     t0 = time.perf_counter()
-    new = pool.add("graph: question", local(query), 1.0)
+    # one local search gives both the question's passages and its entry points
+    recalled = engine.memory_recall({"query": query, "n": recall_k})
+    found = [h for h in recalled["hits"] if scope.admits(h)]
+    new = pool.add("graph: question", found, 1.0)
     ranked = pool.ranked()
     entered = len(set(_top_ids(ranked, top_k)) - set(before))
     step(
@@ -121,7 +124,7 @@ def explore(
         f"{new} chunks classic recall missed; {entered} entered the top {top_k}",
         t0,
     )
-    clues = engine.memory_recall({"query": query, "n": max_steps})["clues"]
+    clues = recalled["clues"][:max_steps]
     frontier = [str(c["query"]) for c in clues if c.get("query")]
     frontier += [t for t in _titles(ranked[:top_k]) if t]
     tried: set[str] = set()

@@ -346,3 +346,15 @@ def test_retrieve_path_unit_hits_sink(store, make_retriever):
     hits = retriever.retrieve(params)["hits"]
     assert [h["id"] for h in hits] == [*ids[1:], ids[0]]
     assert hits[-1]["trust"] == {"level": "untrusted"} and hits[-1]["score"] < hits[-2]["score"]
+
+
+def test_memory_recall_hits_sink_like_graph_local_hits(store, make_retriever):
+    from kgrag.retrieval.tools import memory_recall
+
+    retriever = make_retriever(store)
+    before = [h["id"] for h in memory_recall(retriever, {"query": BRIDGE_Q, "n": 5})["hits"]]
+    assert len(before) >= 3
+    _poison(store, before[0])
+    after = memory_recall(retriever, {"query": BRIDGE_Q, "n": 5})["hits"]
+    assert [h["id"] for h in after] == before[1:] + before[:1]
+    assert after[-1]["trust"]["level"] == "untrusted"
