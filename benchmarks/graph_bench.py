@@ -5,9 +5,9 @@
 
 The baseline is what a plain vector search costs: encode the question with
 the same model, one numpy dot against the chunk matrix, top-k. Each op is
-called through the engine exactly as a client calls it (``graph`` op local
-with unit chunk, local with every unit, drift, global, and ``retrieve``
-hybrid), after one warm-up call, questions interleaved so drift in machine
+called through the engine exactly as a client calls it (kgrag bench's modes:
+``retrieve`` dense, sparse and hybrid, ``graph`` local with unit chunk, global,
+drift; plus local with every unit; ``--skip`` takes their names), after one warm-up call, questions interleaved so drift in machine
 load hits every mode alike; torch and BLAS run on one thread by default so a
 shared machine's load does not thrash them. Reported: p50 and p95 in ms and the
 p50 ratio to the baseline.
@@ -18,14 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -34,23 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
-    ids, matrix = engine.reader.vectors("chunks")
+    """kgrag bench's modes, plus local search with every unit."""
+    from kgrag.bench import query_modes
 
-    def bare(q: str) -> Any:
-        scores = matrix @ engine.encoder.encode_one(q)
-        top = np.argpartition(-scores, k)[:k]
-        return [ids[i] for i in top[np.argsort(-scores[top])]]
-
-    return {
-        "bare encode + dot": bare,
-        "retrieve hybrid": lambda q: engine.retrieve({"query": q, "k": k}),
-        "local (chunk hits)": lambda q: engine.graph(
-            {"op": "local", "query": q, "k": k, "unit": "chunk"}
-        ),
-        "local (all units)": lambda q: engine.graph({"op": "local", "query": q, "k": k}),
-        "global": lambda q: engine.graph({"op": "global", "query": q, "k": 5}),
-        "drift": lambda q: engine.graph({"op": "drift", "query": q, "k": k}),
-    }
+    modes = query_modes(engine, k)
+    modes["graph local (all units)"] = lambda q: engine.graph({"op": "local", "query": q, "k": k})
+    return modes
 
 
 def main() -> int:
@@ -71,36 +56,15 @@ def main() -> int:
     torch.set_num_threads(args.threads)
 
     import kgrag
+    from kgrag.bench import measure_queries
     from kgrag.evaluation import load_questions
 
     questions = [q.text for q in load_questions(args.questions)][: args.limit]
-    started = time.perf_counter()
     engine = kgrag.open(args.graph)
     skip = {m.strip() for m in args.skip.split(",") if m.strip()}
     modes = {n: f for n, f in _modes(engine, args.k).items() if n not in skip}
-    for fn in modes.values():  # warm-up: builds the searches, loads spaCy
-        fn(questions[0])
-    setup = time.perf_counter() - started
-    times: dict[str, list[float]] = {name: [] for name in modes}
-    for _ in range(args.repeat):
-        for q in questions:
-            for name, fn in modes.items():
-                t = time.perf_counter()
-                fn(q)
-                times[name].append((time.perf_counter() - t) * 1000)
-    base = statistics.median(times["bare encode + dot"])
-    rows = []
-    for name, ts in times.items():
-        p50 = statistics.median(ts)
-        p95 = float(np.percentile(ts, 95))
-        rows.append(
-            {
-                "mode": name,
-                "p50_ms": round(p50, 1),
-                "p95_ms": round(p95, 1),
-                "ratio_p50": round(p50 / base, 2),
-            }
-        )
+    figures = measure_queries(engine, questions, repeat=args.repeat, k=args.k, modes=modes)
+    rows, setup = figures["rows"], figures["setup_s"]
     counts = engine.reader.counts()
     print(
         f"graph {args.graph}: {counts.get('chunks', 0):,} chunks, "

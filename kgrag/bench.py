@@ -177,11 +177,17 @@ def query_modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
 
 
 def measure_queries(
-    engine: Any, questions: Sequence[str], *, repeat: int, k: int
+    engine: Any,
+    questions: Sequence[str],
+    *,
+    repeat: int,
+    k: int,
+    modes: dict[str, Callable[[str], Any]] | None = None,
 ) -> dict[str, Any]:
-    """p50 / p95 per mode, questions interleaved across modes, after one warm-up each."""
+    """p50 / p95 per mode (``query_modes`` unless given; the bare baseline first),
+    questions interleaved across modes, after one warm-up each."""
     started = time.perf_counter()
-    modes = query_modes(engine, k)
+    modes = modes if modes is not None else query_modes(engine, k)
     for fn in modes.values():  # builds the searches, loads spaCy
         fn(questions[0])
     setup = time.perf_counter() - started
