@@ -7,9 +7,10 @@ The baseline is what a plain vector search costs: encode the question with
 the same model, one numpy dot against the chunk matrix, top-k. Each op is
 called through the engine exactly as a client calls it (kgrag bench's modes:
 ``retrieve`` dense, sparse and hybrid, ``graph`` local with unit chunk, global,
-drift; plus local with every unit; ``--skip`` takes their names), after one warm-up call, questions interleaved so drift in machine
-load hits every mode alike; torch and BLAS run on one thread by default so a
-shared machine's load does not thrash them. Reported: p50 and p95 in ms and the
+drift; plus local with every unit; ``--skip`` takes their names), after one
+warm-up call, questions interleaved so drift in machine load hits every mode
+alike; torch and BLAS run on one thread by default so a shared machine's load
+does not thrash them. Reported: p50 and p95 in ms and the
 p50 ratio to the baseline.
 """
 

@@ -121,6 +121,7 @@ def merge(
     res: Resolution,
     encode: Encode,
     c: Config,
+    tokens: Callable[[list[str]], np.ndarray],
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any]]:
     """Records and vectors of the new version: ``kept`` plus the parsed new chunks."""
     entities, new_vecs = _merge_entities(kept, res)
@@ -179,9 +180,16 @@ def merge(
     vectors = {
         "chunks": ([ch.id for ch in all_chunks], chunk_matrix),
         "entities": ([e.id for e in ents], ent_matrix),
-        "facts": _reuse(kept, "facts", facts, lambda f: embed.fact_text(f, names), encode),
+        "facts": _reuse(
+            kept,
+            "facts",
+            facts,
+            lambda fs: embed.fact_vectors(
+                c.embed.facts, encode, tokens, fs, names, ([e.id for e in ents], ent_matrix)
+            ),
+        ),
         "communities": _reuse_reports(kept, communities, encode),
-        "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda t: t.summary, encode),
+        "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda ts: encode([t.summary for t in ts])),
     }
     return records, vectors
 
@@ -221,17 +229,15 @@ def _reuse(
     kept: Snapshot,
     kind: str,
     items: Sequence[Any],
-    text: Callable[[Any], str],
-    encode: Encode,
+    vectors_of: Callable[[list[Any]], np.ndarray],
 ) -> tuple[list[str], np.ndarray]:
-    """Vectors of ``items``: stored ones reused (ids are content hashes), new ones encoded."""
+    """Vectors of ``items``: stored ones reused (ids are content hashes), new ones made
+    by ``vectors_of``."""
     rows, matrix = kept.vectors[kind]
     missing = [it for it in items if it.id not in rows]
     fresh = {}
     if missing:
-        fresh = dict(
-            zip([it.id for it in missing], encode([text(it) for it in missing]), strict=True)
-        )
+        fresh = dict(zip([it.id for it in missing], vectors_of(missing), strict=True))
     out = np.zeros((len(items), kept.vectors["chunks"][1].shape[1]), np.float32)
     for i, it in enumerate(items):
         out[i] = fresh[it.id] if it.id in fresh else matrix[rows[it.id]]

@@ -218,7 +218,17 @@ def _run_stages(
     with stages.stage("embed", len(chunks) + len(facts) + len(communities)) as tick:
         encode = _batched(encoder, tick)
         chunk_vecs = embed.embed_chunks(encode, chunks)
-        fact_vecs = embed.embed_facts(encode, facts, names)
+        entity_vectors = ([e.id for e in res.entities], res.entity_vectors)
+        fact_vecs = embed.fact_vectors(
+            c.embed.facts,
+            encode if c.embed.facts == "encode" else _batched(encoder, lambda _n: None),
+            encoder.token_counts,
+            facts,
+            names,
+            entity_vectors,
+        )
+        if c.embed.facts != "encode":
+            tick(len(facts))
         community_vecs = embed.embed_communities(encode, communities)
     with stages.stage("raptor") as tick:
         tree = run_tree(chunks, chunk_vecs, c)

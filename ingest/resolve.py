@@ -27,6 +27,7 @@ _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _POSSESSIVE = re.compile(r"['’]s$")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 _BLOCK = 2048
+_BLOCK_CELLS = 1 << 25  # similarities per block: 128 MiB of float32
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,15 +183,18 @@ def synonym_pairs(
 ) -> list[Synonym]:
     """Pairs of ids whose unit vectors have cosine >= threshold among each one's top k.
 
-    Blocked matrix products with argpartition: memory stays at block x n.
+    Blocked matrix products with argpartition: a block has as many rows as keep it
+    near ``_BLOCK_CELLS`` similarities, so memory stays flat as n grows (the time
+    does not: it is quadratic in n).
     """
     n = len(ids)
     if n < 2:
         return []
     k = min(k, n - 1)
+    block = max(16, min(_BLOCK, _BLOCK_CELLS // n))
     found: dict[tuple[int, int], float] = {}
-    for start in range(0, n, _BLOCK):
-        sims = vectors[start : start + _BLOCK] @ vectors.T
+    for start in range(0, n, block):
+        sims = vectors[start : start + block] @ vectors.T
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -1.0
         top = np.argpartition(-sims, k - 1, axis=1)[:, :k]

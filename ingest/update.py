@@ -162,7 +162,7 @@ def _grow(
         )
         chunk_vecs = embed.embed_chunks(encode, chunks) if chunks else None
     with stages.stage("repair"):
-        records, vectors = merge(kept, chunks, chunk_vecs, res, encode, c)
+        records, vectors = merge(kept, chunks, chunk_vecs, res, encode, c, encoder.token_counts)
     records["documents"] = docs
     report = BuildReport(graph="")
     report.counts = {k: len(v) for k, v in records.items()}

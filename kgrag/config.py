@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -80,6 +80,15 @@ class RaptorConfig(_Section):
     seed: int = Field(42, description="Gaussian mixture seed.")
 
 
+class EmbedConfig(_Section):
+    facts: Literal["compose", "encode"] = Field(
+        "compose",
+        description="Fact vectors: 'compose' sums the token-weighted vectors of subject, "
+        "predicate and object (one model call per distinct predicate); 'encode' runs the "
+        "model on every fact.",
+    )
+
+
 class RetrievalConfig(_Section):
     max_k: int = Field(200, ge=1, description="Largest k served; larger requests are clamped.")
     candidate_k: int = Field(100, ge=1, description="Default recall size (at least k).")
@@ -110,6 +119,7 @@ class Config(_Section):
     resolve: ResolveConfig = Field(default_factory=ResolveConfig)
     communities: CommunityConfig = Field(default_factory=CommunityConfig)
     raptor: RaptorConfig = Field(default_factory=RaptorConfig)
+    embed: EmbedConfig = Field(default_factory=EmbedConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
 

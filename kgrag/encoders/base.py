@@ -24,6 +24,11 @@ class Encoder(ABC):
         """Return one text's vector."""
         return self.encode([text])[0]
 
+    def token_counts(self, texts: Sequence[str]) -> np.ndarray:
+        """How many tokens the model sees in each text, special tokens left out
+        (here: words; a model with a tokenizer counts its own)."""
+        return np.array([max(1, len(t.split())) for t in texts], dtype=np.float32)
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     """Scale rows to unit length (zero rows stay zero), as float32."""

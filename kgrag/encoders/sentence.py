@@ -77,3 +77,9 @@ class SentenceTransformerEncoder(Encoder):
             show_progress_bar=False,
         )
         return normalise(vectors)
+
+    def token_counts(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        ids = self.model.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return np.array([max(1, len(i)) for i in ids], dtype=np.float32)

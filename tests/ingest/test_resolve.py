@@ -105,3 +105,19 @@ def test_synonym_pairs_match_brute_force():
 def test_synonym_pairs_tiny_inputs():
     assert synonym_pairs([], np.zeros((0, 4), np.float32), 0.8, 5) == []
     assert synonym_pairs(["e:a"], np.ones((1, 4), np.float32) / 2, 0.8, 5) == []
+
+
+def test_synonym_pairs_in_many_small_blocks_match_one_block(monkeypatch):
+    import ingest.resolve as resolve_module
+
+    rng = np.random.default_rng(11)
+    base = rng.normal(size=(60, 8)).astype(np.float32)
+    vectors = np.concatenate([base, base[:20] + 0.05 * rng.normal(size=(20, 8)).astype(np.float32)])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"e:{i:03d}" for i in range(len(vectors))]
+    whole = synonym_pairs(ids, vectors, 0.9, 4)
+    monkeypatch.setattr(resolve_module, "_BLOCK_CELLS", 16 * len(ids))  # blocks of 16 rows
+    blocked = synonym_pairs(ids, vectors, 0.9, 4)
+    assert [(s.src, s.dst) for s in blocked] == [(s.src, s.dst) for s in whole]
+    assert np.allclose([s.score for s in blocked], [s.score for s in whole], atol=1e-5)
+    assert len(whole) >= 20
