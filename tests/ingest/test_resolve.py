@@ -121,3 +121,22 @@ def test_synonym_pairs_in_many_small_blocks_match_one_block(monkeypatch):
     assert [(s.src, s.dst) for s in blocked] == [(s.src, s.dst) for s in whole]
     assert np.allclose([s.score for s in blocked], [s.score for s in whole], atol=1e-5)
     assert len(whole) >= 20
+
+
+def test_clustered_synonym_search_finds_the_exact_pairs(monkeypatch):
+    """Above _EXACT_MAX the search compares within clusters only; on names with planted
+    near-duplicates it finds the same pairs as the exact search."""
+    import ingest.resolve as resolve_module
+
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(3000, 32)).astype(np.float32)
+    near = base[:300] + 0.1 * rng.normal(size=(300, 32)).astype(np.float32)
+    vectors = np.concatenate([base, near])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"e:{i:05d}" for i in range(len(vectors))]
+    exact = {(s.src, s.dst) for s in synonym_pairs(ids, vectors, 0.9, 5)}
+    monkeypatch.setattr(resolve_module, "_EXACT_MAX", 100)
+    clustered = synonym_pairs(ids, vectors, 0.9, 5)
+    assert len(exact) >= 300
+    assert {(s.src, s.dst) for s in clustered} == exact
+    assert synonym_pairs(ids, vectors, 0.9, 5) == clustered  # deterministic
