@@ -24,6 +24,15 @@ class Encoder(ABC):
         """Return one text's vector."""
         return self.encode([text])[0]
 
+    def encode_with_spans(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``text``'s vector and a vector for each character span of it (here: the spans
+        encoded on their own, in the same call; a mean-pooling model reads them off the
+        text's own token vectors instead)."""
+        vectors = self.encode([text, *(text[a:b] for a, b in spans)])
+        return vectors[0], vectors[1:]
+
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         """How many tokens the model sees in each text, special tokens left out
         (here: words; a model with a tokenizer counts its own)."""

@@ -65,6 +65,12 @@ class SentenceTransformerEncoder(Encoder):
         dim_of = dim_of or model.get_sentence_embedding_dimension
         self.dim = int(dim_of() or 0)
         self.batch_size = batch_size
+        pooling = [m for m in model if type(m).__name__ == "Pooling"]
+        get_config = getattr(pooling[0], "get_config_dict", None) if pooling else None
+        config: dict[str, object] = get_config() if callable(get_config) else {}
+        self._mean_pooling = len(pooling) == 1 and (
+            config.get("pooling_mode") == "mean" or bool(config.get("pooling_mode_mean_tokens"))
+        )
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -77,6 +83,31 @@ class SentenceTransformerEncoder(Encoder):
             show_progress_bar=False,
         )
         return normalise(vectors)
+
+    def encode_with_spans(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One model call: with mean pooling, the text's vector is the mean of its token
+        vectors, and a span's is the mean of the token vectors inside it (read in the
+        context of the whole text). Models that pool otherwise encode the spans apart."""
+        if not spans or not self._mean_pooling:
+            return super().encode_with_spans(text, spans)
+        tokens = self.model.encode(text, output_value="token_embeddings", convert_to_numpy=False)
+        matrix = np.asarray(tokens.float().cpu().numpy(), dtype=np.float32)
+        offsets = self.model.tokenizer(
+            text,
+            return_offsets_mapping=True,
+            truncation=True,
+            max_length=self.model.max_seq_length,
+        )["offset_mapping"]
+        if len(offsets) != len(matrix):
+            return super().encode_with_spans(text, spans)
+        whole = matrix.mean(axis=0)
+        rows = []
+        for a, b in spans:
+            inside = [i for i, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
+            rows.append(matrix[inside].mean(axis=0) if inside else whole)
+        return normalise(whole[None])[0], normalise(np.array(rows))
 
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

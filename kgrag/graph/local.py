@@ -106,15 +106,17 @@ class LocalSearch:
             self.links = build_links(self.chunk_ids, self._chunks, self._docs, settings.link_max_in)
         self.settings = settings
         self.graph = _weighted(self._full, settings)
-        self._walk = transition(self.graph)
+        matrix, dangling = transition(self.graph)
+        # float32: half the bytes per round; ranks settle long before float32 rounding
+        # (~1e-7 in L1 over the whole vector) could matter at ppr_tol
+        self._walk = (matrix.astype(np.float32), dangling)
 
     def search(self, query: str, k: int = 10) -> LocalResult:
         spans = self._spans(query) if len(self.entity_ids) else []
-        known = [self._name_row[s] for s in spans if s in self._name_row]
-        unknown = [s for s in spans if s not in self._name_row]
-        vectors = self.encoder.encode([query, *unknown])  # one model call for the rest
-        qvec = vectors[0]
-        span_vecs = np.vstack([self.entity_matrix[known], vectors[1:]]) if spans else vectors[1:]
+        known = [self._name_row[t] for t, _, _ in spans if t in self._name_row]
+        unknown = [(a, b) for t, a, b in spans if t not in self._name_row]
+        qvec, unknown_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
+        span_vecs = np.vstack([self.entity_matrix[known], unknown_vecs]) if spans else unknown_vecs
         seeds, facts = self._seeds(qvec, span_vecs)
         dense = self.chunk_matrix @ qvec if len(self.chunk_ids) else np.zeros(0)
         mass = self._ppr(seeds, dense)
@@ -150,12 +152,16 @@ class LocalSearch:
             via.update({self.chunk_ids[t]: self.chunk_ids[row] for t in targets[better]})
         return out, via
 
-    def _spans(self, query: str) -> list[str]:
-        """The query's named spans (NER, proper-noun chunks), each once."""
+    def _spans(self, query: str) -> list[tuple[str, int, int]]:
+        """The query's named spans (NER, proper-noun chunks), each text once, with
+        their character offsets."""
         doc = self.nlp(query)
-        spans = [e.text for e in doc.ents if e.label_ not in _SKIP_SPANS]
-        spans += [c.text for c in doc.noun_chunks if c.root.pos_ == "PROPN"]
-        return list(dict.fromkeys(spans))
+        found = [e for e in doc.ents if e.label_ not in _SKIP_SPANS]
+        found += [c for c in doc.noun_chunks if c.root.pos_ == "PROPN"]
+        spans: dict[str, tuple[str, int, int]] = {}
+        for span in found:
+            spans.setdefault(span.text, (span.text, span.start_char, span.end_char))
+        return list(spans.values())
 
     def _seeds(
         self, qvec: np.ndarray, span_vecs: np.ndarray
@@ -173,12 +179,13 @@ class LocalSearch:
             add(rel.dst, sim)
         if not len(self.entity_ids):
             return seeds, facts
-        for row, sim in _top(self.entity_matrix @ qvec, s.top_entities):
+        # one pass over the entity matrix for the query and all its spans
+        sims = self.entity_matrix @ np.vstack([qvec[None, :], span_vecs]).T
+        for row, sim in _top(sims[:, 0], s.top_entities):
             add(self.entity_ids[row], sim)
-        if len(span_vecs):
-            for sims in span_vecs @ self.entity_matrix.T:
-                row = int(np.argmax(sims))
-                add(self.entity_ids[row], float(sims[row]) * s.span_boost)
+        for col in range(1, sims.shape[1]):
+            row = int(np.argmax(sims[:, col]))
+            add(self.entity_ids[row], float(sims[row, col]) * s.span_boost)
         return seeds, facts
 
     def _ppr(self, seeds: dict[str, float], dense: np.ndarray) -> np.ndarray:
@@ -216,9 +223,10 @@ def personalized_pagerank(
     tol: float = _PPR_TOL,
 ) -> np.ndarray:
     """PPR by power iteration (until the L1 change is below ``tol``, at most 100 rounds):
-    the same fixed point igraph's prpack solves, at a fraction of its per-call set-up cost."""
+    the same fixed point igraph's prpack solves, at a fraction of its per-call set-up cost.
+    Computed in the matrix's dtype."""
     matrix, dangling = walk
-    r = reset / reset.sum()
+    r = (reset / reset.sum()).astype(matrix.dtype)
     p = r.copy()
     for _ in range(_PPR_ROUNDS):
         nxt = damping * (matrix @ p + p[dangling].sum() * r) + (1.0 - damping) * r

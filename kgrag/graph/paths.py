@@ -78,7 +78,8 @@ class PathFinder:
         pairs = list(self._pair.items())
         lengths = [1.0 if r.kind == "svo" else _COOC_LENGTH for _, r in pairs]
         ends = np.array([p for p, _ in pairs], dtype=np.int64).reshape(-1, 2)
-        self._adj = sp.csr_matrix((lengths, (ends[:, 0], ends[:, 1])), shape=(n, n))
+        upper = sp.csr_matrix((lengths, (ends[:, 0], ends[:, 1])), shape=(n, n))
+        self._adj = (upper + upper.T).tocsr()  # both directions: Dijkstra needs no copy
         self._mentioned: dict[str, list[int]] = {}
         for m in mentions:
             if m.entity_id in self.row:
@@ -126,7 +127,7 @@ class PathFinder:
             return np.full(n, np.inf), np.full(n, -9999)
         dist, pred, _ = dijkstra(
             self._adj,
-            directed=False,
+            directed=True,
             indices=rows,
             min_only=True,
             return_predecessors=True,
