@@ -110,6 +110,9 @@ def _ingest(args: argparse.Namespace) -> int:
 
 def _query(args: argparse.Namespace) -> int:
     from .engine import open as open_engine
+    from .threads import serve_queries
+
+    serve_queries()
 
     units = [u.strip() for u in (args.unit or "chunk").split(",") if u.strip()]
     with open_engine(args.graph) as engine:
@@ -174,6 +177,9 @@ def _eval(args: argparse.Namespace) -> int:
         from ingest import ingest_paths
 
         print(ingest_paths([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
+    from .threads import serve_queries
+
+    serve_queries()
     try:
         extra = json.loads(args.params)
     except ValueError as exc:

@@ -154,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
                 )
             if work is not None:
                 figures["ingest"]["graph"] = "a temporary folder"
+        if "query" in sections or "http" in sections:
+            from .threads import serve_queries
+
+            serve_queries()
         if not questions and ("query" in sections or "http" in sections):
             with _stage("questions", args.quiet):
                 questions = _default_queries(graph)

@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParams("--workers >= 1, --max-body >= 1024 and --timeout > 0", field="limits")
     if args.rate_limit is not None and args.rate_limit <= 0:
         raise InvalidParams("--rate-limit must be positive", field="rate-limit")
+    from .threads import serve_queries
+
+    serve_queries()
     limits = Limits(workers=args.workers, timeout=args.timeout, max_body=args.max_body)
     config = load_config(args.config)
     if args.stdio:

@@ -60,10 +60,9 @@ def test_composed_facts_stand_for_the_encoded_ones(science_reader, encoder):
 
 
 def test_encode_setting_encodes_every_fact(tmp_path: Path, encoder):
-    from conftest import SCIENCE, small_config
-
     from ingest import ingest_paths
     from kgrag.store import open_store
+    from tests.conftest import SCIENCE, small_config
 
     base = small_config()
     config = base.model_copy(update={"embed": base.embed.model_copy(update={"facts": "encode"})})
