@@ -219,16 +219,11 @@ def _run_stages(
         encode = _batched(encoder, tick)
         chunk_vecs = embed.embed_chunks(encode, chunks)
         entity_vectors = ([e.id for e in res.entities], res.entity_vectors)
+        quiet = _batched(encoder, lambda _n: None)  # the bar counts facts, not predicates
         fact_vecs = embed.fact_vectors(
-            c.embed.facts,
-            encode if c.embed.facts == "encode" else _batched(encoder, lambda _n: None),
-            encoder.token_counts,
-            facts,
-            names,
-            entity_vectors,
+            c.embed.facts, quiet, encoder.token_counts, facts, names, entity_vectors
         )
-        if c.embed.facts != "encode":
-            tick(len(facts))
+        tick(len(facts))
         community_vecs = embed.embed_communities(encode, communities)
     with stages.stage("raptor") as tick:
         tree = run_tree(chunks, chunk_vecs, c)

@@ -83,13 +83,18 @@ def test_entity_type_prefers_named_labels_over_title_and_concept():
     assert [(e.name, e.type) for e in res.entities] == [("Paris", "GPE")]
 
 
-def test_synonym_pairs_match_brute_force():
-    rng = np.random.default_rng(7)
-    base = rng.normal(size=(40, 16)).astype(np.float32)
-    noisy = base[:10] + 0.05 * rng.normal(size=(10, 16)).astype(np.float32)
-    vectors = np.concatenate([base, noisy])
+def _planted(seed: int, n: int, copies: int, dim: int, noise: float):
+    """ids and unit vectors: n random ones, then noisy copies of the first ``copies``."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, dim)).astype(np.float32)
+    near = base[:copies] + noise * rng.normal(size=(copies, dim)).astype(np.float32)
+    vectors = np.concatenate([base, near])
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"e:{i:03d}" for i in range(len(vectors))]
+    return [f"e:{i:05d}" for i in range(len(vectors))], vectors
+
+
+def test_synonym_pairs_match_brute_force():
+    ids, vectors = _planted(7, 40, 10, 16, 0.05)
     got = {(s.src, s.dst) for s in synonym_pairs(ids, vectors, 0.9, 5)}
     sims = vectors @ vectors.T
     want = {
@@ -110,11 +115,7 @@ def test_synonym_pairs_tiny_inputs():
 def test_synonym_pairs_in_many_small_blocks_match_one_block(monkeypatch):
     import ingest.resolve as resolve_module
 
-    rng = np.random.default_rng(11)
-    base = rng.normal(size=(60, 8)).astype(np.float32)
-    vectors = np.concatenate([base, base[:20] + 0.05 * rng.normal(size=(20, 8)).astype(np.float32)])
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"e:{i:03d}" for i in range(len(vectors))]
+    ids, vectors = _planted(11, 60, 20, 8, 0.05)
     whole = synonym_pairs(ids, vectors, 0.9, 4)
     monkeypatch.setattr(resolve_module, "_BLOCK_CELLS", 16 * len(ids))  # blocks of 16 rows
     blocked = synonym_pairs(ids, vectors, 0.9, 4)
@@ -128,12 +129,7 @@ def test_clustered_synonym_search_finds_the_exact_pairs(monkeypatch):
     near-duplicates it finds the same pairs as the exact search."""
     import ingest.resolve as resolve_module
 
-    rng = np.random.default_rng(5)
-    base = rng.normal(size=(3000, 32)).astype(np.float32)
-    near = base[:300] + 0.1 * rng.normal(size=(300, 32)).astype(np.float32)
-    vectors = np.concatenate([base, near])
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"e:{i:05d}" for i in range(len(vectors))]
+    ids, vectors = _planted(5, 3000, 300, 32, 0.1)
     exact = {(s.src, s.dst) for s in synonym_pairs(ids, vectors, 0.9, 5)}
     monkeypatch.setattr(resolve_module, "_EXACT_MAX", 100)
     clustered = synonym_pairs(ids, vectors, 0.9, 5)

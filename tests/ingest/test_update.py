@@ -202,35 +202,39 @@ def test_cli_ingest_adds_incrementally_and_delete_removes(graph, tmp_path, capsy
     assert "d:zq1" not in _ids(graph, "documents")
 
 
-def test_repair_of_an_unchanged_graph_keeps_every_community(science_reader):
+def _repair(reader, entities, relations, **kw):
+    """Community repair of the science graph's communities with these entities and
+    relations (the rest of the graph as stored), at the test settings."""
     from ingest.community_repair import repair_communities
     from tests.conftest import small_config
 
     c = small_config().communities
-    before = science_reader.communities()
-    after = repair_communities(
-        science_reader.entities(),
-        science_reader.relations(),
-        science_reader.synonyms(),
-        science_reader.sentences(),
-        {ch.id: ch.text for ch in science_reader.chunks()},
-        before,
+    return repair_communities(
+        entities,
+        relations,
+        reader.synonyms(),
+        reader.sentences(),
+        {ch.id: ch.text for ch in reader.chunks()},
+        reader.communities(),
         max_size=c.max_size,
         max_levels=c.max_levels,
         seed=c.seed,
         report_sentences=c.report_sentences,
+        **kw,
     )
+
+
+def test_repair_of_an_unchanged_graph_keeps_every_community(science_reader):
+    before = science_reader.communities()
+    after = _repair(science_reader, science_reader.entities(), science_reader.relations())
     assert after == before
 
 
 def test_repair_moves_only_touched_entities(science_reader):
     """A new entity tied to one old one: every old community without a touched member
     comes back with the same id (same members, same level)."""
-    from ingest.community_repair import repair_communities
     from kgrag.types import Entity, Relation
-    from tests.conftest import small_config
 
-    c = small_config().communities
     before = science_reader.communities()
     entities = science_reader.entities()
     anchor = sorted(entities, key=lambda e: (-len(e.chunk_ids), e.id))[0]
@@ -238,18 +242,8 @@ def test_repair_moves_only_touched_entities(science_reader):
     new = Entity("e:zz-new", "Zeta Newcomer", "PERSON", (), (chunk,))
     tie = Relation("r:zz-new", new.id, "work with", anchor.id, 3.0, "svo", (chunk,))
     touched = {new.id, anchor.id}
-    after = repair_communities(
-        [*entities, new],
-        [*science_reader.relations(), tie],
-        science_reader.synonyms(),
-        science_reader.sentences(),
-        {ch.id: ch.text for ch in science_reader.chunks()},
-        before,
-        max_size=c.max_size,
-        max_levels=c.max_levels,
-        seed=c.seed,
-        report_sentences=c.report_sentences,
-        touched=touched,
+    after = _repair(
+        science_reader, [*entities, new], [*science_reader.relations(), tie], touched=touched
     )
     assert any(new.id in m.members for m in after if m.level == 0)
     after_ids = {m.id for m in after}
