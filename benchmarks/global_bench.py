@@ -151,7 +151,6 @@ def run(
 
     import kgrag
     from kgrag.graph.local import LocalSearch
-    from kgrag.nlp import load_spacy
 
     stop = frozenset(ENGLISH_STOP_WORDS)
     totals: dict[str, dict[str, float]] = {}
@@ -163,7 +162,7 @@ def run(
         default = gs.default_level()
         chosen = gs.levels() if levels == "all" else [default]
         if with_drift:
-            ppr = LocalSearch(reader, encoder, load_spacy(reader.manifest["models"]["spacy"]))
+            ppr = LocalSearch(reader, encoder)
         started = time.perf_counter()
         for q in questions:
             dense = Dense(ids, matrix @ encoder.encode_one(q["question"]))

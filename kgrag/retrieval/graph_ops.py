@@ -40,7 +40,7 @@ class LocalCall:
 
     found: Any  # kgrag.graph.local.LocalResult
     explained: dict[str, Any]  # chunk id -> kgrag.graph.paths.Explanation
-    distances: tuple[np.ndarray, np.ndarray]  # seed distances and predecessors
+    seeds: list[str]  # seed entities, best first
 
 
 class GraphParams(BaseModel):
@@ -98,10 +98,8 @@ class GraphOps:
         reader, encoder = self.r.reader, self.r.encoder
         if name == "local":
             from ..graph.local import LocalSearch
-            from ..nlp import load_spacy
 
-            spacy_name = reader.manifest.get("models", {}).get("spacy", "auto")
-            return LocalSearch(reader, encoder, load_spacy(spacy_name))
+            return LocalSearch(reader, encoder)
         if name == "paths":
             from ..graph.paths import PathFinder
 
@@ -261,14 +259,12 @@ class GraphOps:
     # -- building hits -----------------------------------------------------------------------
 
     def _local(self, query: str, k: int) -> LocalCall:
-        """Local search, the explanation of each passage and the seed distances."""
+        """Local search and the explanation of each passage."""
         found = self._part("local").search(query, k)
         seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
-        paths = self._part("paths")
-        distances = paths.distances(seeds)
         passages = [c for c, _ in found.passages]
-        explained = paths.explain(seeds, passages, found.via, distances)
-        return LocalCall(found, explained, distances)
+        explained = self._part("paths").explain(seeds, passages, found.via)
+        return LocalCall(found, explained, seeds)
 
     def _plan(self, p: GraphParams, k: int) -> Any:
         return self.r._plan(
@@ -326,7 +322,9 @@ class GraphOps:
         mass = found.mass[:n] * self._parts["node_weight"]
         top = np.argpartition(-mass, min(k, n) - 1)[: min(k, n)] if n else np.zeros(0, int)
         order = sorted(top.tolist(), key=lambda i: (-mass[i], vertex_ids[i]))
-        dist, pred = call.distances
+        dist, pred = paths.distances(
+            call.seeds, passages=[], entities=[vertex_ids[i] for i in order]
+        )
         rows = [row_of[vertex_ids[i]] for i in order if vertex_ids[i] in row_of]
         qvec_dense = np.zeros(len(source.ids))
         qvec_dense[rows] = source.matrix[rows] @ found.qvec

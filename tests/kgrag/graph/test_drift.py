@@ -11,7 +11,6 @@ from kgrag.errors import InvalidParams
 from kgrag.graph.drift import drift
 from kgrag.graph.global_search import GlobalSearch
 from kgrag.graph.local import LocalSearch
-from kgrag.nlp import load_spacy
 
 QUERY = "Which river flows through the capital of Poland?"
 
@@ -86,9 +85,7 @@ def test_deeper_drift_follows_relations_of_found_passages(search, dense, science
 
 
 def test_drift_with_the_ppr_local_search(search, science_reader):
-    ppr = LocalSearch(
-        science_reader, search.encoder, load_spacy(science_reader.manifest["models"]["spacy"])
-    )
+    ppr = LocalSearch(science_reader, search.encoder)
     result = drift(
         QUERY,
         global_search=search,
