@@ -230,11 +230,13 @@ def transition(g: ig.Graph) -> Walk:
     inv = sp.diags(np.where(root > 0, 1.0 / np.where(root > 0, root, 1.0), 0.0))
     sym = (inv @ adj @ inv).tocsr()
     sym.sort_indices()
+    # 32-bit indices where they fit: a third less memory traffic per product than 64
+    index = np.int32 if sym.nnz < 2**31 else np.int64
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
         tensor = torch.sparse_csr_tensor(
-            torch.from_numpy(sym.indptr.astype(np.int64)),
-            torch.from_numpy(sym.indices.astype(np.int64)),
+            torch.from_numpy(sym.indptr.astype(index)),
+            torch.from_numpy(sym.indices.astype(index)),
             torch.from_numpy(sym.data),
             size=(n, n),
             check_invariants=True,

@@ -22,7 +22,7 @@ from ..config import RetrievalConfig
 from ..encoders import Encoder
 from ..errors import InvalidParams, Unsupported
 from ..store import GraphReader
-from ..text import count_tokens
+from ..text import cached_tokens
 from . import feedback as fb
 from . import filters, stages, state
 from .params import RetrieveParams, parse_params
@@ -176,7 +176,7 @@ class Retriever:
             "candidates": candidates,
             "reranked": reranked,
             "latencyMs": round((time.perf_counter() - started) * 1000, 1),
-            "tokens": sum(count_tokens(h.get("text", "")) for h in hits)
+            "tokens": sum(cached_tokens(h.get("text", "")) for h in hits)
             if params.includeText
             else 0,
         }
@@ -279,7 +279,7 @@ class Retriever:
             "candidates": len(self.sources["chunk"].ids),
             "reranked": 0,
             "latencyMs": round((time.perf_counter() - started) * 1000, 1),
-            "tokens": sum(count_tokens(h.get("text", "")) for h in hits),
+            "tokens": sum(cached_tokens(h.get("text", "")) for h in hits),
         }
         if plan.notes:
             usage["notes"] = plan.notes
@@ -375,7 +375,8 @@ class Retriever:
     ) -> tuple[stages.Ranked, dict[str, dict[int, float]], int]:
         """Dense, sparse or hybrid recall for every query, fused into one list."""
         scores: dict[str, dict[int, float]] = {"dense": {}, "sparse": {}}
-        allowed = set(eligible.tolist())
+        every_row = len(eligible) == len(source.ids)  # no filter: nothing to screen out
+        allowed = set() if every_row else set(eligible.tolist())
         per_query: dict[str, stages.Ranked] = {}
         for i, q in enumerate(queries):
             lists: dict[str, stages.Ranked] = {}
@@ -383,7 +384,8 @@ class Retriever:
                 lists["dense"] = stages.top_rows(sims[:, i], eligible, plan.candidate_k)
             if plan.mode in ("sparse", "hybrid"):
                 found = source.sparse(q, plan.candidate_k * (4 if plan.p.filter else 1))
-                lists["sparse"] = [(r, s) for r, s in found if r in allowed][: plan.candidate_k]
+                kept = found if every_row else [(r, s) for r, s in found if r in allowed]
+                lists["sparse"] = kept[: plan.candidate_k]
             for name, ranked in lists.items():
                 for r, s in ranked:
                     scores[name][r] = max(scores[name].get(r, -math.inf), s)
@@ -479,7 +481,7 @@ class Retriever:
             offset = state.read_cursor(plan.p.cursor, key, self.reader.index_version)
         rest = ranked[offset:]
         texts = [source.items[r].text for r, _ in rest[: plan.k]]
-        n = stages.pack(texts, [count_tokens(t) for t in texts], plan.k, plan.p.tokenBudget)
+        n = stages.pack(texts, [cached_tokens(t) for t in texts], plan.k, plan.p.tokenBudget)
         hits = [self._hit(plan, source, r, s, dense, scores) for r, s in rest[:n]]
         more = offset + n < len(ranked)
         return hits, (offset + n if more else None)

@@ -45,6 +45,7 @@ from ..types import (
 )
 from . import schema
 from .base import RECORD_KINDS, VECTOR_KINDS, GraphReader, GraphStore, GraphWriter
+from .bm25 import Postings, QueryTokenizer
 
 MANIFEST = "manifest.json"
 FORMAT = "kgrag-graph"
@@ -82,6 +83,7 @@ class SQLiteGraphStore(GraphStore):
     def __init__(self, root: str | Path, *, keep_versions: int = 3) -> None:
         self.root = Path(root)
         self.keep_versions = keep_versions
+        self._current: tuple[tuple[int, int, int], str | None] | None = None
 
     def manifest(self) -> dict[str, Any]:
         path = self.root / MANIFEST
@@ -104,7 +106,16 @@ class SQLiteGraphStore(GraphStore):
         return sorted(self.manifest().get("versions", {}))
 
     def current(self) -> str | None:
-        return self.manifest().get("indexVersion")
+        """The published version, re-read only when the manifest file changed (every
+        query asks; a publish replaces the file, so its inode changes)."""
+        try:
+            st = (self.root / MANIFEST).stat()
+        except FileNotFoundError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._current is None or self._current[0] != key:
+            self._current = (key, self.manifest().get("indexVersion"))
+        return self._current[1]
 
     def reader(self, version: str | None = None) -> SQLiteGraphReader:
         manifest = self.manifest()
@@ -239,6 +250,8 @@ class SQLiteGraphReader(GraphReader):
             raise StoreError(f"{folder}: cannot open graph.sqlite: {exc}") from exc
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._fts_rows: dict[str, dict[int, str]] = {}
+        self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = _stop_words()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -349,13 +362,52 @@ class SQLiteGraphReader(GraphReader):
         terms = [t for t in re.findall(r"\w+", query.lower()) if t not in self._stop]
         if not terms or k <= 0:
             return []
-        match = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
-        fts, table, key = schema.FTS[kind]
+        words = list(dict.fromkeys(terms))
+        with self._lock:  # the postings are read through this connection, once
+            if kind not in self._postings:
+                fts = schema.FTS[kind][0]
+                self._postings[kind] = (Postings(self.db, fts), QueryTokenizer(self.db, fts))
+            postings, tokenizer = self._postings[kind]
+            tokens = tokenizer.tokens(words)
+        if any(len(t) != 1 for t in tokens):  # a word that is a phrase: SQLite matches it
+            return self._fts_search(words, k, kind)
+        rowids, scores = postings.scores([t[0] for t in tokens])
+        if len(scores) > k:  # the best k, and every row tied with the k-th: ids break ties
+            keep = scores >= np.partition(scores, len(scores) - k)[len(scores) - k]
+            rowids, scores = rowids[keep], scores[keep]
+        ids = self._fts_ids(kind)
+        found = zip(rowids.tolist(), scores.tolist(), strict=True)
+        return sorted(((ids[r], s) for r, s in found if r in ids), key=lambda x: (-x[1], x[0]))[:k]
+
+    def _fts_search(self, words: list[str], k: int, kind: str) -> list[tuple[str, float]]:
+        """The same search run by SQLite's FTS5 ``bm25()``."""
+        match = " OR ".join(f'"{t}"' for t in words)
+        fts = schema.FTS[kind][0]
+        # best k by score from the index alone, ids looked up after (joining every
+        # matching row to its record first cost twice as much). Rows tied with the
+        # k-th are all read, so ids break ties.
         sql = (
-            f"SELECT c.id, -bm25({fts}) AS s FROM {fts} JOIN {table} c ON c.{key} = {fts}.rowid "
-            f"WHERE {fts} MATCH ? ORDER BY s DESC, c.id LIMIT ?"
+            f"SELECT rowid, -bm25({fts}) AS s FROM {fts} WHERE {fts} MATCH ? "
+            "ORDER BY s DESC LIMIT ?"
         )
-        return [(r[0], float(r[1])) for r in self._rows(sql, (match, k))]
+        limit = k + 1
+        found = self._rows(sql, (match, limit))
+        while len(found) == limit and found[-1][1] == found[k - 1][1]:
+            limit *= 2
+            found = self._rows(sql, (match, limit))
+        ids = self._fts_ids(kind)
+        hits = sorted(
+            ((ids[r], float(s)) for r, s in found if r in ids), key=lambda x: (-x[1], x[0])
+        )
+        return hits[:k]
+
+    def _fts_ids(self, kind: str) -> dict[int, str]:
+        """Record id of each full-text rowid of ``kind`` (read once per version)."""
+        if kind not in self._fts_rows:
+            _, table, key = schema.FTS[kind]
+            rows = self._rows(f"SELECT {key}, id FROM {table}")
+            self._fts_rows[kind] = {int(r[0]): r[1] for r in rows}
+        return self._fts_rows[kind]
 
     def close(self) -> None:
         with self._lock:
