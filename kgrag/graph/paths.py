@@ -138,7 +138,9 @@ class PathFinder:
         entity is one, the direct edges from the seeds settle them: no path of two or
         more hops (length >= 2) beats one edge (length <= 1.5), and the search stays off
         the rest of the graph (2Wiki: 37 of 40 questions; ~15 ms per question for the
-        whole graph). Otherwise the whole graph is searched."""
+        whole graph). The passages left are tried over two edges the same way (a path
+        of two hops, length <= 3, is not beaten by one of three, length >= 3). Only
+        when some are further still is the whole graph searched."""
         n = len(self.entity_ids)
         rows = list(dict.fromkeys(self.row[s] for s in seeds if s in self.row))
         if not rows:
@@ -146,9 +148,12 @@ class PathFinder:
         if passages is not None:
             groups = [self._mentioned.get((via or {}).get(c, c), []) for c in passages]
             groups += [[self.row[e]] for e in entities if e in self.row]
-            near = self._one_edge(rows, sorted({r for g in groups for r in g}))
-            if all(not g or np.isfinite(near[0][g]).any() for g in groups):
-                return near
+            dist, pred = self._one_edge(rows, sorted({r for g in groups for r in g}))
+            left = [g for g in groups if g and not np.isfinite(dist[g]).any()]
+            if left:
+                self._two_edges(rows, sorted({r for g in left for r in g}), dist, pred)
+            if all(np.isfinite(dist[g]).any() for g in left):
+                return dist, pred
         dist, pred, _ = dijkstra(
             self._adj,
             directed=True,
@@ -174,6 +179,31 @@ class PathFinder:
             pred[cols] = np.array(seeds)[best[found]]
         dist[seeds], pred[seeds] = 0.0, -9999
         return dist, pred
+
+    def _two_edges(
+        self, seeds: list[int], ends: list[int], dist: np.ndarray, pred: np.ndarray
+    ) -> None:
+        """Reach ``ends`` over two edges from ``seeds`` (in ``dist`` and ``pred``: the
+        end and the middle entity; ties go to the better seed, then the lower row)."""
+        first = self._adj[seeds]
+        near, via_seed = np.full(len(dist), np.inf), np.full(len(dist), -9999)
+        for i, seed in enumerate(seeds):  # best seed first: it keeps ties
+            cols = first.indices[first.indptr[i] : first.indptr[i + 1]]
+            lengths = first.data[first.indptr[i] : first.indptr[i + 1]]
+            better = lengths < near[cols]
+            near[cols[better]], via_seed[cols[better]] = lengths[better], seed
+        near[seeds] = np.inf  # a middle entity is not a seed (that path has one edge)
+        second = self._adj[ends]
+        for j, end in enumerate(ends):
+            mids = second.indices[second.indptr[j] : second.indptr[j + 1]]
+            total = near[mids] + second.data[second.indptr[j] : second.indptr[j + 1]]
+            if not len(total):
+                continue
+            best = int(np.argmin(total))
+            if np.isfinite(total[best]) and total[best] < dist[end]:
+                mid = int(mids[best])
+                dist[end], pred[end] = total[best], mid
+                dist[mid], pred[mid] = near[mid], via_seed[mid]
 
     def _passage(
         self, cid: str, dist: np.ndarray, pred: np.ndarray, rank: dict[int, int]

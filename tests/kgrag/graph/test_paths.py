@@ -40,11 +40,31 @@ def test_passages_one_edge_away_take_the_shortcut_with_the_same_lengths(finder, 
         assert len(ex.edges) <= 2  # a mention, after at most one relation
 
 
-def test_a_passage_further_away_searches_the_whole_graph(finder, science_reader):
+def test_passages_two_edges_away_get_the_same_lengths(finder, science_reader):
     seeds = _seeds(finder, science_reader)
-    full, full_pred = finder.distances(seeds)
+    full, _ = finder.distances(seeds)
     chunks = sorted(finder._mentioned)
-    dist, pred = finder.distances(seeds, passages=chunks)
+    nearest = dict(zip(chunks, _nearest(finder, full, chunks), strict=True))
+    two = [c for c in chunks if 1.5 < nearest[c] <= 3.0]
+    assert two
+    dist, pred = finder.distances(seeds, passages=two)
+    assert _nearest(finder, dist, two) == [nearest[c] for c in two]
+    assert np.isinf(dist).sum() > np.isinf(full).sum()  # still off the rest of the graph
+    for cid, ex in finder.explain(seeds, two, {}).items():
+        assert ex.path[0] in seeds and ex.path[-1] == cid
+        assert [e["kind"] for e in ex.edges] == ["relation", "relation", "mention"]
+        assert all(ex.path[i] in (e["src"], e["dst"]) for i, e in enumerate(ex.edges))
+
+
+def test_a_passage_further_away_searches_the_whole_graph(finder):
+    chunks = sorted(finder._mentioned)
+    for seed in finder.entity_ids:  # a seed with a passage beyond two hops
+        full, full_pred = finder.distances([seed])
+        far = [c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if d > 3]
+        if far:
+            break
+    assert far
+    dist, pred = finder.distances([seed], passages=far)
     assert np.array_equal(dist, full) and np.array_equal(pred, full_pred)
 
 
