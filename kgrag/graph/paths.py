@@ -148,10 +148,12 @@ class PathFinder:
         if passages is not None:
             groups = [self._mentioned.get((via or {}).get(c, c), []) for c in passages]
             groups += [[self.row[e]] for e in entities if e in self.row]
-            dist, pred = self._one_edge(rows, sorted({r for g in groups for r in g}))
+            near, via_seed = self._one_edge(rows)
+            dist, pred = near.copy(), via_seed.copy()
+            dist[rows], pred[rows] = 0.0, -9999
             left = [g for g in groups if g and not np.isfinite(dist[g]).any()]
             if left:
-                self._two_edges(rows, sorted({r for g in left for r in g}), dist, pred)
+                self._two_edges(near, via_seed, sorted({r for g in left for r in g}), dist, pred)
             if all(np.isfinite(dist[g]).any() for g in left):
                 return dist, pred
         dist, pred, _ = dijkstra(
@@ -164,35 +166,32 @@ class PathFinder:
         )
         return dist, pred
 
-    def _one_edge(self, seeds: list[int], ends: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Distances and predecessors of ``ends`` over at most one edge from ``seeds``
-        (best seed first: it wins ties); other entities unreached."""
-        n = len(self.entity_ids)
-        dist, pred = np.full(n, np.inf), np.full(n, -9999)
-        if ends:
-            lengths = self._adj[seeds][:, ends].toarray()
-            lengths[lengths == 0] = np.inf
-            best = np.argmin(lengths, axis=0)  # first minimum: the best-ranked seed
-            found = np.isfinite(lengths[best, np.arange(len(ends))])
-            cols = np.array(ends)[found]
-            dist[cols] = lengths[best[found], np.flatnonzero(found)]
-            pred[cols] = np.array(seeds)[best[found]]
-        dist[seeds], pred[seeds] = 0.0, -9999
-        return dist, pred
-
-    def _two_edges(
-        self, seeds: list[int], ends: list[int], dist: np.ndarray, pred: np.ndarray
-    ) -> None:
-        """Reach ``ends`` over two edges from ``seeds`` (in ``dist`` and ``pred``: the
-        end and the middle entity; ties go to the better seed, then the lower row)."""
+    def _one_edge(self, seeds: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The length of the shortest edge from ``seeds`` to each of their neighbours and
+        the seed it comes from (best seed first: it keeps ties); inf / -9999 elsewhere
+        and at the seeds themselves. For a neighbour that is not a seed this is its
+        distance: no path of two edges is shorter than one."""
         first = self._adj[seeds]
-        near, via_seed = np.full(len(dist), np.inf), np.full(len(dist), -9999)
-        for i, seed in enumerate(seeds):  # best seed first: it keeps ties
+        near, via_seed = np.full(len(self.entity_ids), np.inf), np.full(len(self.entity_ids), -9999)
+        for i, seed in enumerate(seeds):
             cols = first.indices[first.indptr[i] : first.indptr[i + 1]]
             lengths = first.data[first.indptr[i] : first.indptr[i + 1]]
             better = lengths < near[cols]
             near[cols[better]], via_seed[cols[better]] = lengths[better], seed
-        near[seeds] = np.inf  # a middle entity is not a seed (that path has one edge)
+        near[seeds], via_seed[seeds] = np.inf, -9999
+        return near, via_seed
+
+    def _two_edges(
+        self,
+        near: np.ndarray,
+        via_seed: np.ndarray,
+        ends: list[int],
+        dist: np.ndarray,
+        pred: np.ndarray,
+    ) -> None:
+        """Reach ``ends`` over two edges, through a neighbour of a seed (``near`` and
+        ``via_seed`` as :meth:`_one_edge` gives them), into ``dist`` and ``pred``; ties
+        go to the lower middle row."""
         second = self._adj[ends]
         for j, end in enumerate(ends):
             mids = second.indices[second.indptr[j] : second.indptr[j + 1]]

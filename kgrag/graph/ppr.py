@@ -84,11 +84,7 @@ def transition(g: ig.Graph) -> Walk:
     import torch
 
     n = g.vcount()
-    ends = np.array(g.get_edgelist(), dtype=np.int64).reshape(-1, 2)
-    w = np.asarray(g.es["weight"] if g.ecount() else [], dtype=np.float64)
-    rows = np.concatenate([ends[:, 0], ends[:, 1]])
-    cols = np.concatenate([ends[:, 1], ends[:, 0]])
-    adj = sp.csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
+    adj = _adjacency(g)
     root = np.sqrt(np.asarray(adj.sum(axis=0)).ravel())
     inv = sp.diags(np.where(root > 0, 1.0 / np.where(root > 0, root, 1.0), 0.0))
     sym = (inv @ adj @ inv).tocsr()
