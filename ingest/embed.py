@@ -2,8 +2,11 @@
 
 Entity vectors come from the resolve stage, which needs them for synonymy.
 A chunk is embedded with its context line ("Title > Section") in front, as
-HippoRAG embeds "title\\ntext". A fact is an SVO relation rendered as text;
-by default its vector is composed, not encoded (:func:`compose_facts`).
+HippoRAG embeds "title\\ntext". The sentences that name entities (the ones a
+community report can quote) get vectors from the same model pass: with a
+mean-pooling model, the mean of the chunk's token vectors inside the sentence.
+A fact is an SVO relation rendered as text; by default its vector is composed,
+not encoded (:func:`compose_facts`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from kgrag.encoders.base import normalise
-from kgrag.types import Chunk, Community, Relation, TreeNode
+from kgrag.ids import sentence_id
+from kgrag.types import Chunk, Community, Relation, Sentence, TreeNode
 
 Encode = Callable[[list[str]], np.ndarray]
+#: texts and character spans of each -> text vectors and a span matrix per text
+EncodeSpans = Callable[
+    [list[str], list[list[tuple[int, int]]]], tuple[np.ndarray, list[np.ndarray]]
+]
 
 
 def chunk_text(chunk: Chunk) -> str:
@@ -33,8 +41,28 @@ def facts(relations: Sequence[Relation]) -> list[Relation]:
     return [r for r in relations if r.kind == "svo"]
 
 
-def embed_chunks(encode: Encode, chunks: Sequence[Chunk]) -> np.ndarray:
-    return encode([chunk_text(c) for c in chunks])
+def embed_chunks(
+    encode: EncodeSpans, chunks: Sequence[Chunk], sentences: Sequence[Sentence]
+) -> tuple[np.ndarray, tuple[list[str], np.ndarray]]:
+    """Chunk vectors, and the ids and vectors of the ``sentences`` that name an entity
+    (one model pass; each sentence read in the context of its chunk)."""
+    by_chunk: dict[str, list[Sentence]] = {}
+    for s in sentences:
+        if s.entity_ids and s.end > s.start:
+            by_chunk.setdefault(s.chunk_id, []).append(s)
+    texts: list[str] = []
+    spans: list[list[tuple[int, int]]] = []
+    ids: list[str] = []
+    for c in chunks:
+        shift = len(c.context) + 1 if c.context else 0
+        own = by_chunk.get(c.id, [])
+        texts.append(chunk_text(c))
+        spans.append([(s.start + shift, s.end + shift) for s in own])
+        ids.extend(sentence_id(s.chunk_id, s.index) for s in own)
+    vectors, span_vectors = encode(texts, spans)
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    matrix = np.concatenate(span_vectors) if ids else np.zeros((0, dim), np.float32)
+    return vectors, (ids, matrix.astype(np.float32, copy=False))
 
 
 def embed_facts(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.config import Config
+from kgrag.ids import sentence_id
 from kgrag.store import VECTOR_KINDS, GraphReader
 from kgrag.types import Chunk, Community, Entity, Mention, Relation, Sentence, Synonym, TreeNode
 
@@ -117,7 +118,7 @@ def prune(old: Snapshot, documents: set[str]) -> Snapshot:
 def merge(
     kept: Snapshot,
     chunks: Sequence[Chunk],
-    chunk_vecs: np.ndarray | None,
+    chunk_vecs: tuple[np.ndarray, tuple[list[str], np.ndarray]] | None,
     res: Resolution,
     encode: Encode,
     c: Config,
@@ -161,8 +162,11 @@ def merge(
         touched=touched,
     )
     new_chunk_vecs: dict[str, np.ndarray] = {}
+    new_sentence_vecs: dict[str, np.ndarray] = {}
     if chunk_vecs is not None:
-        new_chunk_vecs = dict(zip([ch.id for ch in chunks], chunk_vecs, strict=True))
+        vecs, (sentence_ids, sentence_matrix) = chunk_vecs
+        new_chunk_vecs = dict(zip([ch.id for ch in chunks], vecs, strict=True))
+        new_sentence_vecs = dict(zip(sentence_ids, sentence_matrix, strict=True))
     chunk_matrix = _matrix([ch.id for ch in all_chunks], kept, "chunks", new_chunk_vecs)
     tree = _tree(kept, chunks, all_chunks, chunk_matrix, c)
     names = {e.id: e.name for e in ents}
@@ -179,6 +183,7 @@ def merge(
     }
     vectors = {
         "chunks": ([ch.id for ch in all_chunks], chunk_matrix),
+        "sentences": _sentence_vectors(kept, sentences, new_sentence_vecs),
         "entities": ([e.id for e in ents], ent_matrix),
         "facts": _reuse(
             kept,
@@ -223,6 +228,28 @@ def _matrix(
         row = rows.get(id_)
         out[i] = matrix[row] if row is not None else fresh[id_]
     return out
+
+
+def _sentence_vectors(
+    kept: Snapshot, sentences: Sequence[Sentence], fresh: Mapping[str, np.ndarray]
+) -> tuple[list[str], np.ndarray]:
+    """Vectors of the sentences that have one: stored, or new from this batch. A graph
+    built before sentences had vectors keeps none for its old sentences (global search
+    then encodes those it quotes)."""
+    rows, matrix = kept.vectors["sentences"]
+    ids: list[str] = []
+    out: list[np.ndarray] = []
+    for s in sentences:
+        sid = sentence_id(s.chunk_id, s.index)
+        vec = fresh.get(sid)
+        if vec is None and sid in rows:
+            vec = matrix[rows[sid]]
+        if vec is not None:
+            ids.append(sid)
+            out.append(vec)
+    if out:
+        return ids, np.stack(out).astype(np.float32, copy=False)
+    return ids, np.zeros((0, kept.vectors["chunks"][1].shape[1]), np.float32)
 
 
 def _reuse(

@@ -201,6 +201,30 @@ def _batched(encoder: Encoder, update: Any) -> Any:
     return encode
 
 
+def _spanned(encoder: Encoder, update: Any) -> embed.EncodeSpans:
+    """A span encode function (:meth:`Encoder.encode_spans`) over batches of texts
+    sorted longest first; the progress bar advances per text."""
+
+    def encode(
+        texts: list[str], spans: list[list[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), encoder.dim), np.float32)
+        span_out: list[np.ndarray] = [np.zeros((0, encoder.dim), np.float32)] * len(texts)
+        for i in range(0, len(order), _ENCODE_BATCH):
+            rows = order[i : i + _ENCODE_BATCH]
+            vecs, span_vecs = encoder.encode_spans(
+                [texts[r] for r in rows], [spans[r] for r in rows]
+            )
+            out[rows] = vecs
+            for r, matrix in zip(rows, span_vecs, strict=True):
+                span_out[r] = matrix
+            update(len(rows))
+        return out, span_out
+
+    return encode
+
+
 def _run_stages(
     docs: list[Document], c: Config, stages: Stages, report: BuildReport
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
@@ -217,7 +241,9 @@ def _run_stages(
     facts = embed.facts(res.relations)
     with stages.stage("embed", len(chunks) + len(facts) + len(communities)) as tick:
         encode = _batched(encoder, tick)
-        chunk_vecs = embed.embed_chunks(encode, chunks)
+        chunk_vecs, sentence_vecs = embed.embed_chunks(
+            _spanned(encoder, tick), chunks, res.sentences
+        )
         entity_vectors = ([e.id for e in res.entities], res.entity_vectors)
         quiet = _batched(encoder, lambda _n: None)  # the bar counts facts, not predicates
         fact_vecs = embed.fact_vectors(
@@ -241,6 +267,7 @@ def _run_stages(
     }
     vectors = {
         "chunks": ([ch.id for ch in chunks], chunk_vecs),
+        "sentences": sentence_vecs,
         "entities": ([e.id for e in res.entities], res.entity_vectors),
         "facts": ([f.id for f in facts], fact_vecs),
         "communities": ([m.id for m in communities], community_vecs),

@@ -139,7 +139,7 @@ def _grow(
     stages: Stages,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Parse the new documents and merge them into ``kept``; records, vectors, meta."""
-    from .pipeline import _batched, _fingerprint, _meta, BuildReport, run_extract  # noqa: I001 - cycle
+    from .pipeline import _batched, _fingerprint, _meta, _spanned, BuildReport, run_extract  # noqa: I001 - cycle
 
     with stages.stage("chunk"):
         chunks = make_chunks(
@@ -160,7 +160,8 @@ def _grow(
             synonym_threshold=c.resolve.synonym_threshold,
             synonym_k=c.resolve.synonym_k,
         )
-        chunk_vecs = embed.embed_chunks(encode, chunks) if chunks else None
+        spanned = _spanned(encoder, lambda _n: None)
+        chunk_vecs = embed.embed_chunks(spanned, chunks, res.sentences) if chunks else None
     with stages.stage("repair"):
         records, vectors = merge(kept, chunks, chunk_vecs, res, encode, c, encoder.token_counts)
     records["documents"] = docs

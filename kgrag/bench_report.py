@@ -94,11 +94,13 @@ def _query_md(f: dict[str, Any]) -> list[str]:
         f"x {f['repeat']}, k {f['k']}, interleaved across modes after one warm-up each "
         f"(open + warm-up {f['setup_s']} s).",
         "",
-        "| mode | p50 ms | p95 ms | p50 / bare |",
-        "|---|---|---|---|",
+        "| mode | p50 ms | p95 ms | p50 / bare | first-ask p50 ms |",
+        "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['mode']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio_p50']} |" for r in f["rows"]
+        f"| {r['mode']} | {r['p50_ms']} | {r['p95_ms']} | {r['ratio_p50']} "
+        f"| {r.get('first_p50_ms', '')} |"
+        for r in f["rows"]
     ]
     return [*lines, ""]
 

@@ -36,3 +36,8 @@ def kind_of(id_: str) -> str:
         if id_.startswith(prefix):
             return kind
     raise ValueError(f"not a kgrag id: {id_!r}")
+
+
+def sentence_id(chunk_id: str, index: int) -> str:
+    """The id of sentence ``index`` of a chunk (its vector is stored under it)."""
+    return f"{chunk_id}#{index}"

@@ -27,11 +27,25 @@ class Encoder(ABC):
     def encode_with_spans(
         self, text: str, spans: Sequence[tuple[int, int]]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``text``'s vector and a vector for each character span of it (here: the spans
-        encoded on their own, in the same call; a mean-pooling model reads them off the
-        text's own token vectors instead)."""
-        vectors = self.encode([text, *(text[a:b] for a, b in spans)])
-        return vectors[0], vectors[1:]
+        """``text``'s vector and a vector for each character span of it."""
+        vectors, span_vectors = self.encode_spans([text], [spans])
+        return vectors[0], span_vectors[0]
+
+    def encode_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each text's vector and, for each text, a (len(spans[i]), dim) matrix with a
+        vector per character span of it (here: the spans encoded on their own, in the
+        same call; a mean-pooling model reads them off the text's own token vectors)."""
+        if len(spans) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(spans)} span lists")
+        parts = [t[a:b] for t, ss in zip(texts, spans, strict=True) for a, b in ss]
+        vectors = self.encode([*texts, *parts])
+        out, row = [], len(texts)
+        for ss in spans:
+            out.append(vectors[row : row + len(ss)])
+            row += len(ss)
+        return vectors[: len(texts)], out
 
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         """How many tokens the model sees in each text, special tokens left out

@@ -84,30 +84,59 @@ class SentenceTransformerEncoder(Encoder):
         )
         return normalise(vectors)
 
-    def encode_with_spans(
-        self, text: str, spans: Sequence[tuple[int, int]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One model call: with mean pooling, the text's vector is the mean of its token
+    def encode_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """One model pass: with mean pooling, a text's vector is the mean of its token
         vectors, and a span's is the mean of the token vectors inside it (read in the
-        context of the whole text). Models that pool otherwise encode the spans apart."""
-        if not spans or not self._mean_pooling:
-            return super().encode_with_spans(text, spans)
-        tokens = self.model.encode(text, output_value="token_embeddings", convert_to_numpy=False)
-        matrix = np.asarray(tokens.float().cpu().numpy(), dtype=np.float32)
+        context of the whole text). A span past the model's length limit, and every
+        span of a model that pools otherwise, is encoded on its own."""
+        if len(spans) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(spans)} span lists")
+        if not self._mean_pooling or not any(spans):
+            return super().encode_spans(texts, spans)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        tokens = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            output_value="token_embeddings",
+            convert_to_numpy=False,
+            show_progress_bar=False,
+        )
         offsets = self.model.tokenizer(
-            text,
+            list(texts),
             return_offsets_mapping=True,
             truncation=True,
             max_length=self.model.max_seq_length,
         )["offset_mapping"]
-        if len(offsets) != len(matrix):
-            return super().encode_with_spans(text, spans)
-        whole = matrix.mean(axis=0)
-        rows = []
-        for a, b in spans:
-            inside = [i for i, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
-            rows.append(matrix[inside].mean(axis=0) if inside else whole)
-        return normalise(whole[None])[0], normalise(np.array(rows))
+        whole = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out: list[np.ndarray] = []
+        apart: list[tuple[int, int, str]] = []  # (text, span row, span text) to encode alone
+        for i, (text, matrix, offs, ss) in enumerate(
+            zip(texts, tokens, offsets, spans, strict=True)
+        ):
+            m = np.asarray(matrix.float().cpu().numpy(), dtype=np.float32)
+            whole[i] = m.mean(axis=0)
+            rows = np.zeros((len(ss), self.dim), dtype=np.float32)
+            starts = np.array([a for a, _ in offs]) if len(offs) == len(m) else None
+            ends = np.array([b for _, b in offs]) if starts is not None else None
+            for j, (a, b) in enumerate(ss):
+                inside = (
+                    np.flatnonzero((ends > starts) & (starts < b) & (ends > a))
+                    if starts is not None and ends is not None
+                    else np.zeros(0, dtype=np.int64)
+                )
+                if len(inside):
+                    rows[j] = m[inside].mean(axis=0)
+                else:
+                    apart.append((i, j, text[a:b]))
+            out.append(rows)
+        if apart:
+            alone = self.encode([t for _, _, t in apart])
+            for (i, j, _), vec in zip(apart, alone, strict=True):
+                out[i][j] = vec
+        return normalise(whole), [normalise(r) if len(r) else r for r in out]
 
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -41,7 +41,7 @@ RECORD_KINDS = (
     "communities",
     "tree_nodes",
 )
-VECTOR_KINDS = ("chunks", "entities", "facts", "communities", "tree_nodes")
+VECTOR_KINDS = ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes")
 
 
 class GraphReader(ABC):

@@ -293,3 +293,54 @@ def test_community_vectors_after_an_add_embed_their_report(engine, graph):
     expected = engine.encoder.encode(texts)
     cosines = np.sum(np.asarray(matrix) * expected, axis=1)
     assert len(ids) == len(by_id) and float(cosines.min()) > 0.999
+
+
+def _sentence_vectors(graph: Path) -> dict[str, np.ndarray]:
+    with open_store(graph).reader() as reader:
+        ids, matrix = reader.vectors("sentences")
+        return dict(zip(ids, np.array(matrix), strict=True))
+
+
+def test_sentence_vectors_follow_adds_and_deletes(engine, graph):
+    """Stored sentence vectors are kept as they were, the new document's named
+    sentences get theirs (read off the new chunk), and a delete takes them away."""
+    from ingest.embed import chunk_text
+    from kgrag.ids import sentence_id
+
+    before = _sentence_vectors(graph)
+    assert before
+    engine.add([ZORBLAX], contextual=True)
+    after = _sentence_vectors(graph)
+    assert all(np.array_equal(after[sid], vec) for sid, vec in before.items())
+    new = sorted(set(after) - set(before))
+    with open_store(graph).reader() as reader:
+        (chunk,) = [c for c in reader.chunks() if c.doc_id == "d:zq1"]
+        named = [s for s in reader.sentences([chunk.id]) if s.entity_ids]
+    assert new == sorted(sentence_id(chunk.id, s.index) for s in named) and len(new) == 2
+    shift = len(chunk.context) + 1
+    spans = [(s.start + shift, s.end + shift) for s in named]
+    _, want = engine.encoder.encode_with_spans(chunk_text(chunk), spans)
+    got = np.array([after[sentence_id(chunk.id, s.index)] for s in named])
+    assert np.allclose(got, want, atol=1e-5)
+    engine.delete(["zq1"])
+    assert set(_sentence_vectors(graph)) == set(before)
+
+
+def test_a_graph_without_sentence_vectors_still_grows_and_summarises(graph):
+    """A graph built before sentences had vectors: an add stores vectors for the new
+    sentences only, and global search encodes the old sentences it quotes."""
+    version = graph / "versions" / open_store(graph).current()
+    (version / "vectors" / "sentences.npy").unlink()
+    db = sqlite3.connect(version / "graph.sqlite")
+    db.execute("DELETE FROM vector_ids WHERE kind = 'sentences'")
+    db.commit()
+    db.close()
+    with kgrag.open(graph) as e:
+        assert not _sentence_vectors(graph)
+        e.add([ZORBLAX])
+        with open_store(graph).reader() as reader:
+            zq_chunks = {c.id for c in reader.chunks() if c.doc_id == "d:zq1"}
+        stored = _sentence_vectors(graph)
+        assert stored and {sid.split("#")[0] for sid in stored} == zq_chunks
+        result = e.graph({"op": "global", "query": "Marie Curie and radioactivity", "k": 3})
+        assert result["summary"].strip() and result["communities"]

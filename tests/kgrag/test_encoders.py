@@ -68,3 +68,39 @@ def test_base_encoder_encodes_spans_on_their_own():
     assert np.allclose(vec, enc.encode(["abc xyz"])[0])
     assert np.allclose(span_vecs[0], enc.encode(["xyz"])[0])
     assert enc.token_counts(["a b c", ""]).tolist() == [3.0, 1.0]
+
+
+def test_batch_span_vectors_match_one_text_at_a_time(encoder):
+    """Texts of different lengths share a padded batch; each text's and span's vector
+    is what it gets alone."""
+    texts = [QUERY, "Warsaw is the capital of Poland.", "Kraków lies on the Vistula river."]
+    spans = [[_span(QUERY, "Step Forward")], [], [_span(texts[2], "Vistula river")]]
+    vecs, span_vecs = encoder.encode_spans(texts, spans)
+    assert np.allclose(vecs, encoder.encode(texts), atol=1e-5)
+    assert [m.shape for m in span_vecs] == [(1, encoder.dim), (0, encoder.dim), (1, encoder.dim)]
+    for text, ss, got in zip(texts, spans, span_vecs, strict=True):
+        _, alone = encoder.encode_with_spans(text, ss)
+        assert np.allclose(got, alone, atol=1e-5)
+
+
+def test_span_past_the_length_limit_is_encoded_alone(encoder):
+    tail = "The abbey stood by the river Inn."
+    text = " ".join(["Filler words about nothing in particular."] * 80) + " " + tail
+    (vec,), (span_vecs,) = encoder.encode_spans([text], [[_span(text, tail)]])
+    assert np.allclose(span_vecs[0], encoder.encode([tail])[0], atol=1e-5)
+    assert np.allclose(vec, encoder.encode([text])[0], atol=1e-5)
+
+
+def test_span_lists_must_match_the_texts(encoder):
+    with pytest.raises(ValueError, match="2 texts but 1 span lists"):
+        encoder.encode_spans(["a", "b"], [[]])
+    with pytest.raises(ValueError, match="1 texts but 0 span lists"):
+        _Letters().encode_spans(["a"], [])
+
+
+def test_base_encoder_batches_spans():
+    enc = _Letters()
+    vecs, spans = enc.encode_spans(["abc xyz", "mno"], [[(0, 3), (4, 7)], [(1, 2)]])
+    assert np.allclose(vecs, enc.encode(["abc xyz", "mno"]))
+    assert np.allclose(spans[0], enc.encode(["abc", "xyz"]))
+    assert np.allclose(spans[1], enc.encode(["n"]))

@@ -4,10 +4,13 @@ summary, and the browsable hierarchy."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from kgrag.encoders import load_encoder
+from kgrag.encoders.base import Encoder
 from kgrag.errors import InvalidParams
 from kgrag.graph.global_search import GlobalSearch, GlobalSettings
 
@@ -153,3 +156,41 @@ def test_hierarchy_of_one_level(search, science_reader):
     page, after = search.hierarchy(level, 0, 1000)
     assert after is None
     assert sorted(d["id"] for d in page) == sorted(c.id for c in science_reader.communities(level))
+
+
+class _Counting(Encoder):
+    """The real model, remembering every text it was asked to encode."""
+
+    def __init__(self, inner: Encoder) -> None:
+        self.inner, self.model_id, self.dim = inner, inner.model_id, inner.dim
+        self.seen: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return self.inner.encode(texts)
+
+
+def test_summary_quotes_stored_sentence_vectors(search, science_reader):
+    """Report sentences take the vectors the ingest stored: a query encodes itself and
+    the relations it quotes, never a report sentence (``stored_sentences=False``
+    encodes them too), and mostly picks what encoding each sentence alone picks."""
+    counting = _Counting(search.encoder)
+    stored = GlobalSearch(science_reader, counting)
+    query = "Where did Marie Curie's family live and work?"
+    result = stored.search(query, 3, None)
+    sentences = {s for c in result.communities for s in search.community(c.id).report.sentences}
+    assert sentences and not sentences & set(counting.seen)
+    assert counting.seen[0] == query
+    quoted = [text for text, _ in result.citations]
+    assert set(quoted) & sentences  # the summary does quote sentences
+    apart = GlobalSearch(science_reader, search.encoder, GlobalSettings(stored_sentences=False))
+    assert not counting.seen[1:] or set(counting.seen[1:]) < set(_encoded(apart, query))
+    encoded = [text for text, _ in apart.search(query, 3, None).citations]
+    assert len(set(quoted) & set(encoded)) >= 0.75 * len(encoded)
+
+
+def _encoded(gs: GlobalSearch, query: str) -> list[str]:
+    """The texts ``gs`` encodes for ``query``."""
+    counting = _Counting(gs.encoder)
+    GlobalSearch(gs.reader, counting, gs.settings).search(query, 3, None)
+    return counting.seen
