@@ -45,6 +45,17 @@ def title_key(title: str) -> tuple[str, ...]:
     return tuple(t.casefold() for t in _TOKEN.findall(_PAREN.sub("", title)))
 
 
+def key_text(tokens: Sequence[str]) -> str:
+    """Case-folded tokens as one string padded by spaces, so that one key occurring in
+    another is ``key_text(a) in key_text(b)`` on token boundaries ("" for none)."""
+    return f" {' '.join(tokens)} " if tokens else ""
+
+
+def text_key(text: str) -> str:
+    """:func:`key_text` of all of ``text``'s tokens, case folded."""
+    return key_text([t.casefold() for t in _TOKEN.findall(text)])
+
+
 def build_links(
     chunk_ids: Sequence[str], chunks: Sequence[Chunk], docs: dict[str, Document], max_in: int = 20
 ) -> TitleLinks:

@@ -1,0 +1,142 @@
+"""Learned reranking of local search's best passages.
+
+Local search ranks passages by PageRank mass fused with the dense ranking, then
+raises the passages its best passage names by title. Which of the top
+candidates hold a question's evidence also shows in signals that ranking leaves
+out or weighs by hand: BM25, whether the passage's title is named in the
+question, how many of the query's seed entities the passage mentions, title
+links from the best few passages, entities it shares with the best passage.
+A logistic regression over :data:`FEATURES` puts them together; the score of a
+candidate is the model's probability that it is evidence.
+
+The model (:mod:`kgrag.graph.rerank_model`) is fitted by
+``benchmarks/fit_rerank.py`` on the local candidates of musique100 and
+hotpotqa100, and confirmed on the 2Wiki questions it never saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .links import TitleLinks
+
+#: one column per feature, in this order (``benchmarks/fit_rerank.py`` fits them)
+FEATURES = (
+    "fused_rank",  # log(1 + position) in local search's own order
+    "ppr_rank",  # log(1 + rank) by PageRank mass among all passages
+    "dense_rank",  # log(1 + rank) by dense cosine among all passages
+    "dense",  # dense cosine
+    "bm25_rank",  # log(1 + rank) among the best BM25_DEPTH by BM25 (BM25_DEPTH if not there)
+    "title_in_query",  # the passage's document title is named in the query
+    "seeds_named",  # query seed entities the passage mentions
+    "seed_weight",  # their reset weights x specificity, summed
+    "linked_from_top1",  # the best passage names this one's title
+    "linked_from_top3",  # one of the best three names it (and it is not one of them)
+    "bridged",  # local search's bridge hop raised it
+    "shares_top1",  # shares a specific entity (not a seed) with the best passage
+    "ppr_share",  # PageRank mass / the largest passage mass
+)
+BM25_DEPTH = 200
+SPECIFIC = 0.2  # specificity (1 / passages mentioning) of an entity in at most 5 passages
+
+
+@dataclass(frozen=True, slots=True)
+class RerankModel:
+    """A logistic regression over standardised :data:`FEATURES`."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        if (
+            self.features != FEATURES
+            or not len(self.mean) == len(self.scale) == len(self.weights) == n
+        ):
+            raise ValueError(f"a rerank model must weigh exactly {FEATURES}")
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """The probability that each row of ``x`` (a candidate's features) is evidence."""
+        z = (x - np.array(self.mean)) / np.array(self.scale)
+        logit = z @ np.array(self.weights) + self.intercept
+        return 1.0 / (1.0 + np.exp(-logit))
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEntities:
+    """The distinct entities each chunk row mentions (entity rows, CSR)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @classmethod
+    def build(cls, pairs: Sequence[tuple[int, int]], n_chunks: int) -> ChunkEntities:
+        """From (chunk row, entity row) pairs, duplicates allowed."""
+        arr = np.unique(np.array(pairs, dtype=np.int64).reshape(-1, 2), axis=0)
+        indptr = np.zeros(n_chunks + 1, dtype=np.int64)
+        np.add.at(indptr, arr[:, 0] + 1, 1)
+        return cls(np.cumsum(indptr), arr[:, 1].astype(np.int32))
+
+    def of(self, row: int) -> np.ndarray:
+        return self.indices[self.indptr[row] : self.indptr[row + 1]]
+
+
+def features(
+    rows: Sequence[int],
+    *,
+    ppr_rank: np.ndarray,
+    dense_rank: np.ndarray,
+    dense: np.ndarray,
+    mass: np.ndarray,
+    bm25_rank: Mapping[int, int],
+    title_keys: Sequence[str],
+    query_key: str,
+    seeds: Mapping[int, float],
+    specificity: np.ndarray,
+    entities: ChunkEntities,
+    links: TitleLinks,
+    bridged: set[int],
+) -> np.ndarray:
+    """The (len(rows), len(FEATURES)) features of candidate chunk ``rows`` (best first).
+
+    ``ppr_rank``, ``dense_rank``, ``dense``, ``mass`` and ``title_keys`` (a title's
+    :func:`~kgrag.graph.links.key_text`) cover every chunk row; ``query_key`` is the
+    query's; ``seeds`` maps entity rows to reset weights; ``specificity`` covers
+    entity rows."""
+    n = len(rows)
+    x = np.zeros((n, len(FEATURES)))
+    if not n:
+        return x
+    r = np.asarray(rows, dtype=np.int64)
+    top1, top3 = int(r[0]), {int(t) for t in r[:3]}
+    from1 = set(links.targets(top1).tolist())
+    from3 = set().union(*(links.targets(t).tolist() for t in top3))
+    top_mass = float(mass.max()) if len(mass) else 0.0
+    spec = specificity >= SPECIFIC
+
+    def specific_unseeded(row: int) -> set[int]:
+        return {int(e) for e in entities.of(row) if spec[e] and int(e) not in seeds}
+
+    shared_with = specific_unseeded(top1)
+    x[:, 0] = np.log1p(np.arange(n))
+    x[:, 1] = np.log1p(ppr_rank[r])
+    x[:, 2] = np.log1p(dense_rank[r])
+    x[:, 3] = dense[r]
+    x[:, 4] = np.log1p([bm25_rank.get(int(row), BM25_DEPTH) for row in r])
+    x[:, 5] = [bool(title_keys[row]) and title_keys[row] in query_key for row in r.tolist()]
+    for i, row in enumerate(r.tolist()):
+        named = [int(e) for e in entities.of(row) if int(e) in seeds]
+        x[i, 6] = len(named)
+        x[i, 7] = sum(seeds[e] * specificity[e] for e in named)
+        x[i, 8] = row in from1 and row != top1
+        x[i, 9] = row in from3 and row not in top3
+        x[i, 10] = row in bridged
+        x[i, 11] = row != top1 and bool(specific_unseeded(row) & shared_with)
+    x[:, 12] = mass[r] / top_mass if top_mass > 0 else 0.0
+    return x
