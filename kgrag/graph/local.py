@@ -76,7 +76,8 @@ class LocalSettings:
     #: same order, as at 1e-7 for 40 of 40 questions)
     ppr_tol: float = 1e-4
     #: candidates the learned model reranks (:mod:`kgrag.graph.rerank`; 0: none): at
-    #: least ``k``. R@5 musique100 69.25 -> 73.5, 2Wiki held-out 84.58 -> 94.17
+    #: least ``k``. R@5 musique100 69.25 -> 73.42 (fitted on it; cross-validated 72.58),
+    #: 2Wiki held-out 84.58 -> 94.17
     rerank_depth: int = 50
 
 

@@ -65,7 +65,7 @@ class RerankModel:
         """The probability that each row of ``x`` (a candidate's features) is evidence."""
         z = (x - np.array(self.mean)) / np.array(self.scale)
         logit = z @ np.array(self.weights) + self.intercept
-        return 1.0 / (1.0 + np.exp(-logit))
+        return 0.5 * (1.0 + np.tanh(0.5 * logit))  # the logistic function, without overflow
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,8 @@ def test_a_model_must_weigh_the_features_in_order():
     x = np.zeros((2, N))
     x[1, 0] = 2.0
     assert np.allclose(model.scores(x), [1 / (1 + np.e), 0.5])
+    x[0, 0] = -4000.0  # a logit of -2001: no overflow, just ~0
+    assert model.scores(x)[0] == 0.0 and model.scores(-x)[0] == 1.0
 
 
 @pytest.fixture(scope="module")
