@@ -106,6 +106,11 @@ class GlobalSearch:
             rows = [self._row[c.id] for c in self._order if c.level == level and c.id in self._row]
             self._level_rows[level] = np.array(sorted(rows), dtype=np.int64)
         self._canonical = _canonical_rows(self._ids, self._by_id)
+        self._id_rank = np.empty(len(self._ids), dtype=np.int64)  # ties break on the id
+        self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(
+            len(self._ids)
+        )
+        self._rating = np.array([self._by_id[cid].rating for cid in self._ids], dtype=np.float64)
         self._mean_size = {
             lv: float(np.mean([len(c.members) for c in self._order if c.level == lv]))
             for lv in self._level_rows
@@ -161,7 +166,7 @@ class GlobalSearch:
             else self._level_rows.get(chosen, np.zeros(0, dtype=np.int64))
         )
         qvec = self.encoder.encode_one(query)
-        ranked = self._rank(query, qvec, rows)[:k]
+        ranked = self._rank(query, qvec, rows, k)
         scored = [self._scored(self._ids[row], score) for row, score in ranked]
         best = scored[0].score if scored else 1.0
         top = [(self._by_id[s.id], s.score / best) for s in scored]
@@ -187,24 +192,27 @@ class GlobalSearch:
         after = offset + limit
         return [_describe(c) for c in page], (after if after < len(rows) else None)
 
-    def _rank(self, query: str, qvec: np.ndarray, rows: np.ndarray) -> list[tuple[int, float]]:
-        """(row, score) of ``rows``, best first."""
+    def _rank(
+        self, query: str, qvec: np.ndarray, rows: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """The best ``k`` (row, score) of ``rows``, best first."""
         if not len(rows):
             return []
         dense = self._matrix[rows] @ qvec
-        order = sorted(range(len(rows)), key=lambda i: (-float(dense[i]), self._ids[rows[i]]))
-        fused = {int(rows[i]): 1.0 / (RRF_K + rank) for rank, i in enumerate(order, start=1)}
+        order = rows[np.lexsort((self._id_rank[rows], -dense))]
+        fused = np.zeros(len(self._ids))
+        fused[order] = 1.0 / (RRF_K + np.arange(1, len(order) + 1))
+        member = np.zeros(len(self._ids), dtype=bool)
+        member[rows] = True
         sparse = self.reader.search_sparse(query, len(self._ids), "communities")
-        rank = 0
-        for cid, _ in sparse:
-            row = self._row.get(cid)
-            if row is not None and row in fused:
-                rank += 1
-                fused[row] += 1.0 / (RRF_K + rank)
+        found = np.array([self._row.get(cid, -1) for cid, _ in sparse], dtype=np.int64)
+        found = found[found >= 0]
+        found = found[member[found]]
+        fused[found] += 1.0 / (RRF_K + np.arange(1, len(found) + 1))
         w = self.settings.rating_weight
-        for row in fused:
-            fused[row] *= 1.0 - w + w * self._by_id[self._ids[row]].rating / 10.0
-        return sorted(fused.items(), key=lambda rs: (-rs[1], self._ids[rs[0]]))
+        fused[rows] *= 1.0 - w + w * self._rating[rows] / 10.0
+        best = rows[np.lexsort((self._id_rank[rows], -fused[rows]))][:k]
+        return [(int(row), float(fused[row])) for row in best]
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts``: the stored sentence vector where there is one, else

@@ -194,3 +194,35 @@ def _encoded(gs: GlobalSearch, query: str) -> list[str]:
     counting = _Counting(gs.encoder)
     GlobalSearch(gs.reader, counting, gs.settings).search(query, 3, None)
     return counting.seen
+
+
+def _reference_rank(reader, encoder, query: str, level: int) -> list[tuple[str, float]]:
+    """The ranking of one level as first written, one community at a time in Python."""
+    ids, matrix = reader.vectors("communities")
+    at_level = {c.id: c for c in reader.communities(level)}
+    rows = [i for i, cid in enumerate(ids) if cid in at_level]
+    dense = np.asarray(matrix)[rows] @ encoder.encode_one(query)
+    order = sorted(range(len(rows)), key=lambda i: (-float(dense[i]), ids[rows[i]]))
+    fused = {ids[rows[i]]: 1.0 / (60 + rank) for rank, i in enumerate(order, start=1)}
+    rank = 0
+    for cid, _ in reader.search_sparse(query, len(ids), "communities"):
+        if cid in fused:
+            rank += 1
+            fused[cid] += 1.0 / (60 + rank)
+    for cid in fused:
+        fused[cid] *= 1.0 - 0.05 + 0.05 * at_level[cid].rating / 10.0
+    return sorted(fused.items(), key=lambda cs: (-cs[1], cs[0]))
+
+
+@pytest.mark.parametrize(
+    "query", ["Marie Curie and radioactivity", "rivers of Poland", "Nobel Prize in Physics"]
+)
+def test_ranking_equals_the_one_community_at_a_time_reference(search, science_reader, query):
+    """Same ids, same order, same scores to the bit, at every level."""
+    assert GlobalSettings().rating_weight == 0.05
+    for level in search.levels():
+        want = _reference_rank(science_reader, search.encoder, query, level)
+        got = search.search(query, len(want), level, summary=False).communities
+        assert [(c.id, c.score) for c in got] == want
+        top = search.search(query, 3, level, summary=False).communities
+        assert [(c.id, c.score) for c in top] == want[:3]
