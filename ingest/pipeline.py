@@ -181,20 +181,14 @@ def _encoder(config: Config) -> Encoder:
 
 
 def _batched(encoder: Encoder, update: Any) -> Any:
-    """An encode function that embeds each distinct text once, longest first.
-
-    Sorting by length across the whole call keeps padding low in every batch;
-    the progress bar advances per input text.
-    """
+    """An encode function that embeds each distinct text once, longest first
+    (:func:`_spanned` without spans); the progress bar advances per input text."""
 
     def encode(texts: list[str]) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
-        order = sorted(range(len(unique)), key=lambda i: -len(unique[i]))
-        out = np.zeros((len(unique), encoder.dim), np.float32)
-        for i in range(0, len(order), _ENCODE_BATCH):
-            rows = order[i : i + _ENCODE_BATCH]
-            out[rows] = encoder.encode([unique[r] for r in rows])
-            update(round(len(rows) * len(texts) / len(unique)))
+        scale = len(texts) / len(unique) if unique else 1.0
+        spanned = _spanned(encoder, lambda n: update(round(n * scale)))
+        out, _ = spanned(unique, [[] for _ in unique])
         row_of = {t: i for i, t in enumerate(unique)}
         return out[[row_of[t] for t in texts]] if texts else out
 
@@ -203,7 +197,8 @@ def _batched(encoder: Encoder, update: Any) -> Any:
 
 def _spanned(encoder: Encoder, update: Any) -> embed.EncodeSpans:
     """A span encode function (:meth:`Encoder.encode_spans`) over batches of texts
-    sorted longest first; the progress bar advances per text."""
+    sorted longest first (padding stays low in every batch); the progress bar advances
+    per text."""
 
     def encode(
         texts: list[str], spans: list[list[tuple[int, int]]]

@@ -95,8 +95,6 @@ class SentenceTransformerEncoder(Encoder):
             raise ValueError(f"{len(texts)} texts but {len(spans)} span lists")
         if not self._mean_pooling or not any(spans):
             return super().encode_spans(texts, spans)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32), []
         tokens = self.model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -119,14 +117,13 @@ class SentenceTransformerEncoder(Encoder):
             m = np.asarray(matrix.float().cpu().numpy(), dtype=np.float32)
             whole[i] = m.mean(axis=0)
             rows = np.zeros((len(ss), self.dim), dtype=np.float32)
-            starts = np.array([a for a, _ in offs]) if len(offs) == len(m) else None
-            ends = np.array([b for _, b in offs]) if starts is not None else None
+            # token character offsets; when they do not line up with the token vectors,
+            # no token is taken as inside any span
+            starts, ends = np.array(offs, dtype=np.int64).reshape(-1, 2).T
+            if len(starts) != len(m):
+                starts = ends = np.zeros(0, dtype=np.int64)
             for j, (a, b) in enumerate(ss):
-                inside = (
-                    np.flatnonzero((ends > starts) & (starts < b) & (ends > a))
-                    if starts is not None and ends is not None
-                    else np.zeros(0, dtype=np.int64)
-                )
+                inside = np.flatnonzero((ends > starts) & (starts < b) & (ends > a))
                 if len(inside):
                     rows[j] = m[inside].mean(axis=0)
                 else:
