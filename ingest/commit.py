@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.retrieval.filters import infer_fields
+from kgrag.retrieval.units import chunk_meta
 from kgrag.store import GraphStore, GraphWriter
+from kgrag.types import Chunk, Document
 
 
 def commit(
@@ -32,9 +35,19 @@ def commit_with(
     vectors: Mapping[str, tuple[Sequence[str], np.ndarray]],
     meta: dict[str, Any],
 ) -> str:
-    """:func:`commit` through a writer the caller already holds (and so the store lock)."""
+    """:func:`commit` through a writer the caller already holds (and so the store lock).
+    The manifest also gets the chunks' filterable fields (``filterFields``), so that a
+    reader advertises them without reading every chunk."""
+    if "chunks" in records and "documents" in records:
+        meta = dict(meta, filterFields=filter_fields(records["chunks"], records["documents"]))
     for kind, batch in records.items():
         writer.add(kind, batch)
     for kind, (ids, matrix) in vectors.items():
         writer.add_vectors(kind, ids, matrix)
     return writer.commit(meta)
+
+
+def filter_fields(chunks: Sequence[Chunk], documents: Sequence[Document]) -> dict[str, str]:
+    """The ``filter.fields`` a retriever advertises for these chunks."""
+    docs = {d.id: d for d in documents}
+    return infer_fields(chunk_meta(c, docs[c.doc_id]) for c in chunks if c.doc_id in docs)

@@ -105,7 +105,11 @@ def build(
 ) -> BuildReport:
     """Build a new version of the graph from ``documents`` plus those already stored."""
     stages = stages or Stages(False)
-    store = open_store(graph_dir, keep_versions=config.store.keep_versions)
+    store = open_store(
+        graph_dir,
+        keep_versions=config.store.keep_versions,
+        ann_min_rows=config.store.ann_min_rows,
+    )
     report = BuildReport(graph=str(graph_dir), index_version=store.current())
     docs = _merge(store, documents)
     fingerprint = _fingerprint(docs, config)

@@ -110,6 +110,12 @@ class StoreConfig(_Section):
     keep_versions: int = Field(
         3, ge=1, description="Published versions kept on disk; older ones are removed."
     )
+    ann_min_rows: int = Field(
+        200_000,
+        ge=0,
+        description="Vector kinds with at least this many rows get an HNSW index at commit "
+        "(nearest neighbours through it, re-scored exactly); 0: exact search always.",
+    )
 
 
 class Config(_Section):

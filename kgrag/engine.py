@@ -274,7 +274,11 @@ def open(  # noqa: A001 - the public name is kgrag.open
 ) -> Engine:
     """Open the graph folder ``path`` (its latest version unless ``index_version``)."""
     config = config or Config()
-    store = open_store(path, keep_versions=config.store.keep_versions)
+    store = open_store(
+        path,
+        keep_versions=config.store.keep_versions,
+        ann_min_rows=config.store.ann_min_rows,
+    )
     reader = store.reader(index_version)
     models = reader.manifest.get("models", {})
     encoder = load_encoder(

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..store.keys import title_key, title_link_pairs
 from ..types import Chunk, Document
 
 _TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
-_PAREN = re.compile(r"\s*\([^)]*\)\s*$")
-_MAX_TITLE_TOKENS = 8
+
+__all__ = ["TitleLinks", "build_links", "key_text", "text_key", "title_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +39,6 @@ class TitleLinks:
         """Rows that ``row`` links to."""
         start, end = self.matrix.indptr[row], self.matrix.indptr[row + 1]
         return np.asarray(self.matrix.indices[start:end])
-
-
-def title_key(title: str) -> tuple[str, ...]:
-    """The token key a title is matched by: no trailing parenthetical, case folded."""
-    return tuple(t.casefold() for t in _TOKEN.findall(_PAREN.sub("", title)))
 
 
 def key_text(tokens: Sequence[str]) -> str:
@@ -61,29 +57,9 @@ def build_links(
 ) -> TitleLinks:
     """Title links between the chunks of ``chunk_ids`` (row order) from their texts."""
     by_id = {c.id: c for c in chunks}
-    rows_of: dict[tuple[str, ...], list[int]] = {}
-    titles = []
-    for row, cid in enumerate(chunk_ids):
-        title = docs[by_id[cid].doc_id].title
-        titles.append(title)
-        key = title_key(title)
-        if key and len(key) <= _MAX_TITLE_TOKENS:
-            rows_of.setdefault(key, []).append(row)
-    lengths: dict[str, set[int]] = {}  # first token -> title lengths starting with it
-    for key in rows_of:
-        lengths.setdefault(key[0], set()).add(len(key))
-    src: list[int] = []
-    dst: list[int] = []
-    for row, cid in enumerate(chunk_ids):
-        own = set(rows_of.get(title_key(titles[row]), ()))  # chunks of the same title
-        tokens = [t.casefold() for t in _TOKEN.findall(by_id[cid].text)]
-        named: set[int] = set()
-        for i, tok in enumerate(tokens):
-            for n in lengths.get(tok, ()):
-                named.update(rows_of.get(tuple(tokens[i : i + n]), ()))
-        named -= own | {row}
-        src.extend([row] * len(named))
-        dst.extend(sorted(named))
+    titles = [docs[by_id[cid].doc_id].title for cid in chunk_ids]
+    pairs = title_link_pairs(titles, [by_id[cid].text for cid in chunk_ids])
+    src, dst = [a for a, _ in pairs], [b for _, b in pairs]
     n = len(chunk_ids)
     matrix = sp.csr_matrix((np.ones(len(src), dtype=np.float32), (src, dst)), shape=(n, n))
     in_degree = np.asarray((matrix > 0).sum(axis=0)).ravel()

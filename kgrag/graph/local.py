@@ -27,23 +27,24 @@ model's probability that it is evidence.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import igraph as ig
 import numpy as np
+import scipy.sparse as sp
 
 from ..encoders import Encoder
 from ..store import GraphReader
+from ..store.keys import COOC, WALK_WEIGHTS
 from .build import build_graph
-from .links import TitleLinks, build_links, key_text, text_key, title_key
+from .links import key_text, text_key, title_key
 from .names import NameIndex
 from .ppr import personalized_pagerank, pushed_pagerank, transition, walk_matrix
-from .rerank import BM25_DEPTH, ChunkEntities, RerankModel, features
+from .rerank import BM25_DEPTH, RerankModel, features
 from .rerank_model import MODEL
-from .scan import HalfScan
 
-COOC = "co-occurs with"  # the predicate of sentence co-occurrence relations
 _RRF_K = 60
 _STEP = 1e-6  # bridge targets sit this far apart below the passage that names them
 
@@ -92,8 +93,32 @@ class LocalResult:
     qvec: np.ndarray  # the query's vector
 
 
+class StoreLinks:
+    """A store's title links seen as :class:`~kgrag.graph.links.TitleLinks`: the
+    targets of a chunk row named by at most ``max_in`` passages."""
+
+    def __init__(self, reader: GraphReader, max_in: int) -> None:
+        self.reader, self.max_in = reader, max_in
+
+    def targets(self, row: int) -> np.ndarray:
+        adj = self.reader.adjacency("links", np.array([row]))
+        return adj.indices[adj.data <= self.max_in]
+
+
+class MentionedEntities:
+    """The entity rows each of a set of chunk rows mentions (one adjacency read)."""
+
+    def __init__(self, reader: GraphReader, rows: Sequence[int]) -> None:
+        adj = reader.adjacency("mentions", np.asarray(rows, dtype=np.int64))
+        self._of = {int(r): adj.of(i) for i, r in enumerate(rows)}
+
+    def of(self, row: int) -> np.ndarray:
+        return self._of[int(row)]
+
+
 class LocalSearch:
-    """PPR search over one graph version; built once, queried many times."""
+    """PPR search over one graph version, written against the store's query side:
+    opening it reads nothing; a query reads the rows it touches."""
 
     def __init__(
         self,
@@ -102,59 +127,55 @@ class LocalSearch:
         settings: LocalSettings | None = None,
         model: RerankModel = MODEL,
     ) -> None:
-        self.encoder, self.model = encoder, model
-        entities = reader.entities()
-        self.chunk_ids, self.chunk_matrix = reader.vectors("chunks")
-        self.entity_ids, self.entity_matrix = reader.vectors("entities")
-        self.fact_ids, self.fact_matrix = reader.vectors("facts")
-        relations = reader.relations()
-        self.relation = {r.id: r for r in relations}
-        mentions = reader.mentions()
-        self._full = build_graph(entities, self.chunk_ids, mentions, relations, reader.synonyms())
+        self.reader, self.encoder, self.model = reader, encoder, model
+        self.n_chunks, self.n_entities = reader.size("chunks"), reader.size("entities")
+        self.n_vertices = self.n_entities + self.n_chunks
+        self.names = NameIndex.from_lookup(reader.lookup_names)
         self._sparse = reader.search_sparse
-        self.entity_row = {eid: i for i, eid in enumerate(self.entity_ids)}
-        chunk_row = {c: i for i, c in enumerate(self.chunk_ids)}
-        self._chunk_entities = ChunkEntities.build(
-            [
-                (chunk_row[m.chunk_id], self.entity_row[m.entity_id])
-                for m in mentions
-                if m.chunk_id in chunk_row and m.entity_id in self.entity_row
-            ],
-            len(self.chunk_ids),
-        )
-        self.vertex = {v: i for i, v in enumerate(self._full.vs["id"])}
-        self.passage_rows = np.array([self.vertex[c] for c in self.chunk_ids], dtype=np.int64)
-        self.specificity = {e.id: 1.0 / max(1, len(e.chunk_ids)) for e in entities}
-        self._entity_specificity = np.array(
-            [self.specificity.get(eid, 1.0) for eid in self.entity_ids], dtype=np.float64
-        )
-        by_id = {e.id: e for e in entities}
-        self.names = NameIndex(
-            (row, by_id[eid].name, by_id[eid].type)
-            for row, eid in enumerate(self.entity_ids)
-            if eid in by_id
-        )
-        self._facts, self._entities = HalfScan(self.fact_matrix), HalfScan(self.entity_matrix)
-        self.entity_vertices = [v for v in self._full.vs["id"] if v in self.specificity]
-        self._chunks, self._docs = reader.chunks(), {d.id: d for d in reader.documents()}
-        self.links: TitleLinks | None = None
+        self._chunk_vertex: np.ndarray | None = None
         self.configure(settings or LocalSettings())
 
+    @property
+    def chunk_vertex(self) -> np.ndarray:
+        """The vertex of each chunk row (read once: one int per passage)."""
+        if self._chunk_vertex is None:
+            self._chunk_vertex = np.asarray(self.reader.chunk_vertices(), dtype=np.int64)
+        return self._chunk_vertex
+
     def configure(self, settings: LocalSettings) -> None:
-        """Use new settings (re-weighting the graph's edges)."""
-        if self.links is None or settings.link_max_in != self.links.max_in:
-            self.links = build_links(self.chunk_ids, self._chunks, self._docs, settings.link_max_in)
-            self._title_keys = [key_text(title_key(t)) for t in self.links.titles]
+        """Use new settings. With the store's walk weights and pushes the store's walk
+        serves; other weights, or the exact solve, build the walk from every edge."""
         self.settings = settings
-        self.graph = _weighted(self._full, settings)
+        self.links = StoreLinks(self.reader, settings.link_max_in)
+        weights = {
+            "relation": settings.relation_weight,
+            "cooc": settings.cooc_weight,
+            "mention": settings.mention_weight,
+            "synonym": settings.synonym_weight,
+        }
+        if settings.push_eps > 0 and weights == WALK_WEIGHTS:
+            self._walk: Any = self._stored_columns
+            return
+        graph = _weighted(self._whole_graph(), settings)
         # float32: half the bytes per round; ranks settle long before float32 rounding
         # (~1e-7 relative) could matter
         if settings.push_eps > 0:
-            self._walk: Any = walk_matrix(self.graph)
+            self._walk = walk_matrix(graph)
         else:
             import torch
 
-            self._walk = transition(self.graph).astype(torch.float32)
+            self._walk = transition(graph).astype(torch.float32)
+
+    def _stored_columns(self, active: np.ndarray) -> sp.csc_matrix:
+        adj = self.reader.adjacency("walk", active)
+        shape = (self.n_vertices, len(active))
+        return sp.csc_matrix((adj.data, adj.indices, adj.indptr), shape=shape)
+
+    def _whole_graph(self) -> ig.Graph:
+        """Every entity, passage and edge as one igraph (reads every record)."""
+        r = self.reader
+        chunk_ids = r.ids("chunks", np.arange(self.n_chunks))
+        return build_graph(r.entities(), chunk_ids, r.mentions(), r.relations(), r.synonyms())
 
     def search(self, query: str, k: int = 10) -> LocalResult:
         depth = self.settings.rerank_depth
@@ -163,7 +184,7 @@ class LocalSearch:
             return found
         prob = self.model.scores(x)
         order = sorted(range(len(rows)), key=lambda i: (-prob[i], i))[:k]
-        passages = [(self.chunk_ids[rows[i]], float(prob[i])) for i in order]
+        passages = [(found.passages[i][0], float(prob[i])) for i in order]
         kept = {c for c, _ in passages}
         via = {c: v for c, v in found.via.items() if c in kept}
         return LocalResult(
@@ -173,58 +194,89 @@ class LocalSearch:
     def candidates(self, query: str, n: int) -> tuple[LocalResult, list[int], np.ndarray]:
         """The best ``n`` passages before reranking (as a result), their chunk rows and
         their rerank features (:data:`kgrag.graph.rerank.FEATURES`)."""
-        spans = self.names.spans(query) if len(self.entity_ids) else None
+        r = self.reader
+        spans = self.names.spans(query) if self.n_entities else None
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
-        seeds, facts = self._seeds(qvec, known, span_vecs)
-        dense = self.chunk_matrix @ qvec if len(self.chunk_ids) else np.zeros(0)
-        mass = self._ppr(seeds, dense)
-        passage_mass = mass[self.passage_rows] if len(self.passage_rows) else np.zeros(0)
+        seeds, seed_rows, facts = self._seeds(qvec, known, span_vecs)
+        dense = r.similarity("chunks", qvec) if self.n_chunks else np.zeros(0)
+        mass = self._ppr(seed_rows, dense)
+        passage_mass = mass[self.chunk_vertex] if self.n_chunks else np.zeros(0)
         ppr_rank, dense_rank = _ranks(passage_mass), _ranks(dense)
         score = passage_mass
         if self.settings.fuse_dense > 0 and len(score):
             score = 1.0 / (_RRF_K + ppr_rank) + self.settings.fuse_dense / (_RRF_K + dense_rank)
-        score, via = self._bridge(score, dense)
+        score, via_rows = self._bridge(score, dense)
         top = _top(score, n)
+        rows = [row for row, _ in top]
+        id_of = dict(zip(rows, r.ids("chunks", rows), strict=True))
+        via_ids = r.ids("chunks", sorted({*via_rows, *via_rows.values()}))
+        via_id = dict(zip(sorted({*via_rows, *via_rows.values()}), via_ids, strict=True))
         found = LocalResult(
-            [(self.chunk_ids[r], s) for r, s in top],
+            [(id_of[row], s) for row, s in top],
             seeds,
-            [(self.fact_ids[r], s) for r, s in facts],
+            list(
+                zip(r.ids("facts", [row for row, _ in facts]), [s for _, s in facts], strict=True)
+            ),
             dense,
             mass,
-            via,
+            {via_id[t]: via_id[by] for t, by in via_rows.items()},
             qvec,
         )
-        rows = [r for r, _ in top]
-        if self.settings.rerank_depth <= 0 or not rows or self.links is None:
+        if self.settings.rerank_depth <= 0 or not rows:
             return found, rows, np.zeros((len(rows), 0))
-        chunk_row = {self.chunk_ids[r]: r for r in rows}
-        x = features(
+        x = self._features(
+            query, rows, id_of, seed_rows, ppr_rank, dense_rank, dense, passage_mass, via_rows
+        )
+        return found, rows, x
+
+    def _features(
+        self,
+        query: str,
+        rows: list[int],
+        id_of: dict[int, str],
+        seed_rows: dict[int, float],
+        ppr_rank: np.ndarray,
+        dense_rank: np.ndarray,
+        dense: np.ndarray,
+        mass: np.ndarray,
+        via_rows: dict[int, int],
+    ) -> np.ndarray:
+        """The rerank features of candidate ``rows``, from the rows they touch."""
+        r = self.reader
+        row_of = {cid: row for row, cid in id_of.items()}
+        chunks = r.chunks(list(id_of.values()))
+        titles = {d.id: d.title for d in r.documents(sorted({c.doc_id for c in chunks}))}
+        title_keys = {row_of[c.id]: key_text(title_key(titles[c.doc_id])) for c in chunks}
+        entities = MentionedEntities(r, rows)
+        touched = sorted({int(e) for row in rows for e in entities.of(row)} | set(seed_rows))
+        spec = dict(
+            zip(touched, r.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True)
+        )
+        return features(
             rows,
             ppr_rank=ppr_rank,
             dense_rank=dense_rank,
             dense=dense,
-            mass=passage_mass,
+            mass=mass,
             bm25_rank={
-                chunk_row.get(cid, -1): i
-                for i, (cid, _) in enumerate(self._sparse(query, BM25_DEPTH))
+                row_of.get(cid, -1): i for i, (cid, _) in enumerate(self._sparse(query, BM25_DEPTH))
             },
-            title_keys=self._title_keys,
+            title_keys=title_keys,
             query_key=text_key(query),
-            seeds={self.entity_row[e]: w for e, w in seeds.items() if e in self.entity_row},
-            specificity=self._entity_specificity,
-            entities=self._chunk_entities,
+            seeds=seed_rows,
+            specificity=spec,
+            entities=entities,
             links=self.links,
-            bridged={chunk_row[c] for c in via if c in chunk_row},
+            bridged={row for row in via_rows if row in id_of},
         )
-        return found, rows, x
 
-    def _bridge(self, score: np.ndarray, dense: np.ndarray) -> tuple[np.ndarray, dict[str, str]]:
+    def _bridge(self, score: np.ndarray, dense: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
         """Raise the passages the best passages name by title to just below the passage
-        that names them (in their own order); remember who named them."""
+        that names them (in their own order); remember who named them (rows)."""
         s = self.settings
-        if not len(score) or s.bridge_from <= 0 or s.bridge_weight <= 0 or self.links is None:
+        if not len(score) or s.bridge_from <= 0 or s.bridge_weight <= 0:
             return score, {}
         top = float(score.max())
         score = score / top if top > 0 else score
@@ -238,50 +290,61 @@ class LocalSearch:
             capped[order] = np.minimum(raised[order], ceiling)
             better = capped > out[targets]
             out[targets[better]] = capped[better]
-            via.update({self.chunk_ids[t]: self.chunk_ids[row] for t in targets[better]})
+            via.update({int(t): row for t in targets[better]})
         return out, via
 
     def _seeds(
         self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray
-    ) -> tuple[dict[str, float], list[tuple[int, float]]]:
-        """Seed weights from the closest facts and entities to the query, and from the
-        query's spans: a span that is a known name (entity row in ``known``) links to
-        that entity with similarity 1; another (``span_vecs``) to its nearest entity."""
-        s = self.settings
+    ) -> tuple[dict[str, float], dict[int, float], list[tuple[int, float]]]:
+        """Seed weights (by entity id and by entity row) from the closest facts and
+        entities to the query, and from the query's spans: a span that is a known name
+        (entity row in ``known``) links to that entity with similarity 1; another
+        (``span_vecs``) to its nearest entity. Also the facts (row, similarity)."""
+        s, r = self.settings, self.reader
         seeds: dict[str, float] = {}
 
         def add(eid: str, weight: float) -> None:
             seeds[eid] = max(seeds.get(eid, 0.0), weight)
 
-        facts = self._facts.top(qvec, s.top_facts)
-        for row, sim in facts:
-            rel = self.relation[self.fact_ids[row]]
+        facts = r.nearest("facts", qvec, s.top_facts)[0] if s.top_facts > 0 else []
+        relations = {x.id: x for x in r.relations(r.ids("facts", [row for row, _ in facts]))}
+        for fid, (_, sim) in zip(r.ids("facts", [row for row, _ in facts]), facts, strict=True):
+            rel = relations[fid]
             add(rel.src, sim)
             add(rel.dst, sim)
-        if not len(self.entity_ids):
-            return seeds, facts
-        for row, sim in self._entities.top(qvec, s.top_entities):
-            add(self.entity_ids[row], sim)
-        for row in known:
-            add(self.entity_ids[row], s.span_boost)
-        for vec in span_vecs:
-            for row, sim in self._entities.top(vec, 1):
-                add(self.entity_ids[row], sim * s.span_boost)
-        return seeds, facts
+        if self.n_entities:
+            linked: list[tuple[int, float]] = []
+            if s.top_entities > 0:
+                linked += r.nearest("entities", qvec, s.top_entities)[0]
+            linked += [(row, s.span_boost) for row in known]
+            if len(span_vecs):
+                for found in r.nearest("entities", np.asarray(span_vecs), 1):
+                    linked += [(row, sim * s.span_boost) for row, sim in found]
+            for eid, (_, weight) in zip(
+                r.ids("entities", [row for row, _ in linked]), linked, strict=True
+            ):
+                add(eid, weight)
+        rows = r.rows("entities", list(seeds))
+        by_row = {
+            int(row): seeds[e] for e, row in zip(seeds, rows.tolist(), strict=True) if row >= 0
+        }
+        return seeds, by_row, facts
 
-    def _ppr(self, seeds: dict[str, float], dense: np.ndarray) -> np.ndarray:
+    def _ppr(self, seeds: dict[int, float], dense: np.ndarray) -> np.ndarray:
         s = self.settings
-        reset = np.zeros(self.graph.vcount())
-        for eid, weight in seeds.items():
-            reset[self.vertex[eid]] = max(weight, 0.0) * self.specificity.get(eid, 1.0)
+        reset = np.zeros(self.n_vertices)
+        if seeds:
+            rows = np.fromiter(seeds, dtype=np.int64, count=len(seeds))
+            weights = np.maximum(np.fromiter(seeds.values(), dtype=np.float64), 0.0)
+            reset[rows] = weights * self.reader.specificity(rows)
         if len(dense):
             scaled = _minmax(dense)
             if 0 < s.seed_passages < len(scaled):  # the best passages only: a local walk
                 cut = np.partition(scaled, len(scaled) - s.seed_passages)[-s.seed_passages]
                 scaled = np.where(scaled >= cut, scaled, 0.0)
-            reset[self.passage_rows] += s.passage_weight * scaled
+            reset[self.chunk_vertex] += s.passage_weight * scaled
         if reset.sum() <= 0:
-            return np.zeros(self.graph.vcount())
+            return np.zeros(self.n_vertices)
         if s.push_eps > 0:
             return pushed_pagerank(self._walk, reset, s.damping, s.push_eps)
         return personalized_pagerank(self._walk, reset, s.damping, s.ppr_tol)

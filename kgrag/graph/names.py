@@ -17,19 +17,20 @@ questions this linked as well as spaCy (same Recall@2/5, 2Wiki R@5 +1.25).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from ..store.keys import MAX_NAME_TOKENS, SKIP_TYPES, name_key
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_MAX_TOKENS = 10  # longer names are not looked up
+_MAX_TOKENS = MAX_NAME_TOKENS  # longer names are not looked up
 #: lower-case words allowed inside a capitalised run when a capitalised word follows
 _CONNECTORS = frozenset(
     {"of", "the", "and", "&", "-", "de", "del", "der", "di", "du", "da", "la", "le", "van", "von"}
 )
-#: entity types that name amounts, not things: never linked from a query
-SKIP_TYPES = frozenset({"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
+__all__ = ["SKIP_TYPES", "NameIndex", "QuerySpans"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +40,29 @@ class QuerySpans:
 
 
 class NameIndex:
-    """Entity names keyed by their case-folded tokens, for query span lookup."""
+    """Entity names keyed by their case-folded tokens, for query span lookup: a table
+    of its own, or a store's name lookup (:meth:`from_lookup`)."""
 
-    def __init__(self, names: Iterable[tuple[int, str, str]]) -> None:
+    def __init__(self, names: Iterable[tuple[int, str, str]] = ()) -> None:
         """``names``: (entity row, name, type); the lowest row wins a shared name."""
-        self._rows: dict[tuple[str, ...], int] = {}
+        self._rows: dict[str, int] = {}
         for row, name, kind in names:
-            key = _key(name)
-            if kind in SKIP_TYPES or not key or len(key) > _MAX_TOKENS:
+            key = name_key(name)
+            if kind in SKIP_TYPES or not key or len(_key(name)) > _MAX_TOKENS:
                 continue
             if row < self._rows.get(key, row + 1):
                 self._rows[key] = row
+        self._lookup: Callable[[Sequence[str]], dict[str, int]] = self._own
+
+    @classmethod
+    def from_lookup(cls, lookup: Callable[[Sequence[str]], dict[str, int]]) -> NameIndex:
+        """Names answered by ``lookup`` (name keys -> entity rows), e.g. a store's."""
+        index = cls()
+        index._lookup = lookup
+        return index
+
+    def _own(self, keys: Sequence[str]) -> dict[str, int]:
+        return {k: self._rows[k] for k in keys if k in self._rows}
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -57,13 +70,19 @@ class NameIndex:
     def spans(self, query: str) -> QuerySpans:
         tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
         folded = [t.casefold() for t, _, _ in tokens]
+        candidates = [
+            " ".join(folded[i : i + n])
+            for i in range(len(tokens))
+            for n in range(1, min(_MAX_TOKENS, len(tokens) - i) + 1)
+        ]
+        rows = self._lookup(candidates)  # one lookup for every run of tokens
         known: list[tuple[int, int, int]] = []
         covered = [False] * len(tokens)
         i = 0
         while i < len(tokens):
-            n = self._longest(query, tokens, folded, i)
+            n = self._longest(query, tokens, folded, i, rows)
             if n:
-                row = self._rows[tuple(folded[i : i + n])]
+                row = rows[" ".join(folded[i : i + n])]
                 known.append((row, tokens[i][1], tokens[i + n - 1][2]))
                 covered[i : i + n] = [True] * n
                 i += n
@@ -72,11 +91,16 @@ class NameIndex:
         return QuerySpans(known, _capitalised_runs(tokens, folded, covered))
 
     def _longest(
-        self, query: str, tokens: list[tuple[str, int, int]], folded: list[str], i: int
+        self,
+        query: str,
+        tokens: list[tuple[str, int, int]],
+        folded: list[str],
+        i: int,
+        rows: dict[str, int],
     ) -> int:
         """Tokens in the longest known name starting at token ``i`` (0 if none)."""
         for n in range(min(_MAX_TOKENS, len(tokens) - i), 0, -1):
-            if tuple(folded[i : i + n]) not in self._rows:
+            if " ".join(folded[i : i + n]) not in rows:
                 continue
             text = query[tokens[i][1] : tokens[i + n - 1][2]]
             if n == 1 and folded[i] in STOP_WORDS:

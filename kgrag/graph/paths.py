@@ -1,8 +1,9 @@
 """Provenance paths: how a local-search hit connects to the query's seed entities.
 
-One multi-source shortest-path search per query (scipy Dijkstra, hop
-lengths, SVO relations preferred to co-occurrence ones) runs from the seed
-entities over the relation edges, unless every hit is one edge from a seed;
+One multi-source shortest-path search per query (hop lengths, SVO relations
+preferred to co-occurrence ones) runs from the seed entities over the relation
+edges, reading the adjacency of the vertices it reaches, unless every hit is
+one or two edges from a seed;
 a passage's path ends at the entity it mentions that lies closest to a seed.
 A bridge hit (reached through a title link) extends the path of the passage
 that named it. Every edge carries the chunk that evidences it, and every
@@ -22,12 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import dijkstra
 
 from ..ids import content_id
-from ..types import Chunk, Document, Entity, Mention, Relation
-from .links import title_key
+from ..store import GraphReader
+from ..types import Relation
 
 _MAX_HOPS = 3
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
@@ -57,49 +56,18 @@ class Explanation:
 
 
 class PathFinder:
-    """Shortest seed-to-hit paths over one graph version's relations."""
+    """Shortest seed-to-hit paths over one graph version's relations, read from the
+    store's relation adjacency as far as the paths reach."""
 
-    def __init__(
-        self,
-        entities: Sequence[Entity],
-        relations: Sequence[Relation],
-        mentions: Sequence[Mention],
-        chunks: Sequence[Chunk],
-        docs: dict[str, Document],
-    ) -> None:
-        self.entity_ids = sorted(e.id for e in entities)
-        self.row = {e: i for i, e in enumerate(self.entity_ids)}
-        self.relation = {r.id: r for r in relations}
-        self._pair: dict[tuple[int, int], Relation] = {}
-        for r in sorted(relations, key=lambda r: (r.kind != "svo", -r.weight, r.id)):
-            if r.src in self.row and r.dst in self.row and r.evidence and r.src != r.dst:
-                a, b = self.row[r.src], self.row[r.dst]
-                self._pair.setdefault((min(a, b), max(a, b)), r)
-        n = len(self.entity_ids)
-        pairs = list(self._pair.items())
-        lengths = [1.0 if r.kind == "svo" else _COOC_LENGTH for _, r in pairs]
-        ends = np.array([p for p, _ in pairs], dtype=np.int64).reshape(-1, 2)
-        upper = sp.csr_matrix((lengths, (ends[:, 0], ends[:, 1])), shape=(n, n))
-        self._adj = (upper + upper.T).tocsr()  # both directions: Dijkstra needs no copy
-        self._mentioned: dict[str, list[int]] = {}
-        for m in mentions:
-            if m.entity_id in self.row:
-                self._mentioned.setdefault(m.chunk_id, []).append(self.row[m.entity_id])
-        names = {e.id: title_key(e.name) for e in entities}
-        self.title_entity: dict[str, str] = {}  # chunk id -> the entity its title names
-        for c in chunks:
-            key = title_key(docs[c.doc_id].title)
-            for row in sorted(self._mentioned.get(c.id, ())):
-                if key and names[self.entity_ids[row]] == key:
-                    self.title_entity[c.id] = self.entity_ids[row]
-                    break
+    def __init__(self, reader: GraphReader) -> None:
+        self.reader = reader
 
     def explain(
         self,
         seeds: Sequence[str],
         passages: Sequence[str],
         via: dict[str, str],
-        distances: tuple[np.ndarray, np.ndarray] | None = None,
+        distances: tuple[dict[int, float], dict[int, int]] | None = None,
     ) -> dict[str, Explanation]:
         """The explanation of each passage (seeds best first; ``distances`` as
         :meth:`distances` returns them for these seeds and passages, computed when None)."""
@@ -107,18 +75,21 @@ class PathFinder:
             distances = self.distances(seeds, passages=passages, via=via)
         dist, pred = distances
         rank = self._seed_rank(seeds)
+        ends = list(dict.fromkeys([via.get(c, c) for c in passages] + list(passages)))
+        mentioned = self._mentioned(ends)
         out: dict[str, Explanation] = {}
         for cid in passages:
-            out[cid] = self._passage(via.get(cid, cid), dist, pred, rank)
+            named = via.get(cid, cid)
+            out[cid] = self._passage(named, mentioned[named], dist, pred, rank)
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
         return out
 
-    def entity_path(self, entity: str, dist: np.ndarray, pred: np.ndarray) -> Explanation:
+    def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:
         """The path from the nearest seed to ``entity`` (empty when unreachable)."""
         ex = Explanation()
-        row = self.row.get(entity)
-        if row is not None and np.isfinite(dist[row]):
+        row = int(self.reader.rows("entities", [entity])[0])
+        if row >= 0 and row in dist:
             self._walk(ex, row, pred, prefer=None)
         return ex
 
@@ -128,95 +99,147 @@ class PathFinder:
         passages: Sequence[str] | None = None,
         via: dict[str, str] | None = None,
         entities: Sequence[str] = (),
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Path length from the nearest seed to each entity, and the predecessor rows.
+    ) -> tuple[dict[int, float], dict[int, int]]:
+        """Path length from the nearest seed to the entities reached (by entity row),
+        and each one's predecessor row (-9999 at a seed).
 
-        With ``passages`` None, to every entity (one Dijkstra over the graph). Otherwise
-        the paths needed are those to the entities that ``passages`` mention (a bridge
+        With ``passages`` None, to every entity within the length limit. Otherwise the
+        paths needed are those to the entities that ``passages`` mention (a bridge
         passage's: those of the passage that named it, by ``via``) and to ``entities``.
         When every such passage mentions a seed or a seed's neighbour, and every such
         entity is one, the direct edges from the seeds settle them: no path of two or
         more hops (length >= 2) beats one edge (length <= 1.5), and the search stays off
-        the rest of the graph (2Wiki: 37 of 40 questions; ~15 ms per question for the
-        whole graph). The passages left are tried over two edges the same way (a path
-        of two hops, length <= 3, is not beaten by one of three, length >= 3). Only
-        when some are further still is the whole graph searched."""
-        n = len(self.entity_ids)
-        rows = list(dict.fromkeys(self.row[s] for s in seeds if s in self.row))
+        the rest of the graph (2Wiki: 37 of 40 questions). The passages left are tried
+        over two edges the same way (a path of two hops, length <= 3, is not beaten by
+        one of three, length >= 3). Only when some are further still does the search
+        go on, by rounds of equal length, until each of them is reached."""
+        r = self.reader
+        found = r.rows("entities", list(seeds))
+        rows = list(dict.fromkeys(int(x) for x in found.tolist() if x >= 0))
         if not rows:
-            return np.full(n, np.inf), np.full(n, -9999)
+            return {}, {}
+        groups: list[set[int]] | None = None
         if passages is not None:
-            groups = [self._mentioned.get((via or {}).get(c, c), []) for c in passages]
-            groups += [[self.row[e]] for e in entities if e in self.row]
+            ends = [(via or {}).get(c, c) for c in passages]
+            mentioned = self._mentioned(list(dict.fromkeys(ends)))
+            groups = [set(mentioned[c].tolist()) for c in ends]
+            wanted = r.rows("entities", list(entities))
+            groups += [{int(x)} for x in wanted.tolist() if x >= 0]
             near, via_seed = self._one_edge(rows)
-            dist, pred = near.copy(), via_seed.copy()
-            dist[rows], pred[rows] = 0.0, -9999
-            left = [g for g in groups if g and not np.isfinite(dist[g]).any()]
+            dist, pred = dict(near), dict(via_seed)
+            for row in rows:
+                dist[row], pred[row] = 0.0, -9999
+            left = [g for g in groups if g and not any(x in dist for x in g)]
             if left:
-                self._two_edges(near, via_seed, sorted({r for g in left for r in g}), dist, pred)
-            if all(np.isfinite(dist[g]).any() for g in left):
+                self._two_edges(near, via_seed, sorted({x for g in left for x in g}), dist, pred)
+            if all(any(x in dist for x in g) for g in left):
                 return dist, pred
-        dist, pred, _ = dijkstra(
-            self._adj,
-            directed=True,
-            indices=rows,
-            min_only=True,
-            return_predecessors=True,
-            limit=_MAX_HOPS * _COOC_LENGTH,
-        )
-        return dist, pred
+            groups = [g for g in groups if g]
+        return self._rounds(rows, groups)
 
-    def _one_edge(self, seeds: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def _mentioned(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The entity rows each chunk mentions (none for an id without a row)."""
+        rows = self.reader.rows("chunks", list(chunk_ids))
+        adj = self.reader.adjacency("mentions", np.maximum(rows, 0))
+        empty = np.zeros(0, dtype=np.int64)
+        return {c: (adj.of(i) if rows[i] >= 0 else empty) for i, c in enumerate(chunk_ids)}
+
+    def _one_edge(self, seeds: list[int]) -> tuple[dict[int, float], dict[int, int]]:
         """The length of the shortest edge from ``seeds`` to each of their neighbours and
-        the seed it comes from (best seed first: it keeps ties); inf / -9999 elsewhere
-        and at the seeds themselves. For a neighbour that is not a seed this is its
-        distance: no path of two edges is shorter than one."""
-        first = self._adj[seeds]
-        near, via_seed = np.full(len(self.entity_ids), np.inf), np.full(len(self.entity_ids), -9999)
+        the seed it comes from (best seed first: it keeps ties); the seeds themselves
+        left out. For a neighbour that is not a seed this is its distance: no path of
+        two edges is shorter than one."""
+        first = self.reader.adjacency("relations", np.array(seeds, dtype=np.int64))
+        near: dict[int, float] = {}
+        via_seed: dict[int, int] = {}
         for i, seed in enumerate(seeds):
-            cols = first.indices[first.indptr[i] : first.indptr[i + 1]]
-            lengths = first.data[first.indptr[i] : first.indptr[i + 1]]
-            better = lengths < near[cols]
-            near[cols[better]], via_seed[cols[better]] = lengths[better], seed
-        near[seeds], via_seed[seeds] = np.inf, -9999
+            cols = first.indices[first.indptr[i] : first.indptr[i + 1]].tolist()
+            lengths = first.data[first.indptr[i] : first.indptr[i + 1]].tolist()
+            for col, length in zip(cols, lengths, strict=True):
+                if length < near.get(col, np.inf):
+                    near[col], via_seed[col] = length, seed
+        for seed in seeds:
+            near.pop(seed, None)
+            via_seed.pop(seed, None)
         return near, via_seed
 
     def _two_edges(
         self,
-        near: np.ndarray,
-        via_seed: np.ndarray,
+        near: dict[int, float],
+        via_seed: dict[int, int],
         ends: list[int],
-        dist: np.ndarray,
-        pred: np.ndarray,
+        dist: dict[int, float],
+        pred: dict[int, int],
     ) -> None:
         """Reach ``ends`` over two edges, through a neighbour of a seed (``near`` and
         ``via_seed`` as :meth:`_one_edge` gives them), into ``dist`` and ``pred``; ties
         go to the lower middle row."""
-        second = self._adj[ends]
+        second = self.reader.adjacency("relations", np.array(ends, dtype=np.int64))
         for j, end in enumerate(ends):
             mids = second.indices[second.indptr[j] : second.indptr[j + 1]]
-            total = near[mids] + second.data[second.indptr[j] : second.indptr[j + 1]]
-            if not len(total):
+            if not len(mids):
                 continue
+            to_mid = np.array([near.get(int(m), np.inf) for m in mids.tolist()])
+            total = to_mid + second.data[second.indptr[j] : second.indptr[j + 1]]
             best = int(np.argmin(total))
-            if np.isfinite(total[best]) and total[best] < dist[end]:
+            if np.isfinite(total[best]) and total[best] < dist.get(end, np.inf):
                 mid = int(mids[best])
-                dist[end], pred[end] = total[best], mid
+                dist[end], pred[end] = float(total[best]), mid
                 dist[mid], pred[mid] = near[mid], via_seed[mid]
 
+    def _rounds(
+        self, seeds: list[int], groups: list[set[int]] | None
+    ) -> tuple[dict[int, float], dict[int, int]]:
+        """Multi-source shortest paths by rounds of equal length (edge lengths are
+        multiples of 0.5, so every round settles one length exactly), reading the
+        adjacency of one round's vertices at a time, up to the length limit, or until
+        a member of every group in ``groups`` is settled. Of equally short paths, the
+        one from the better seed wins, then the one through the lower row."""
+        dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
+        pred: dict[int, int] = dict.fromkeys(seeds, -9999)
+        root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
+        settled: set[int] = set()
+        pending = {0.0: set(seeds)}
+        limit = _MAX_HOPS * _COOC_LENGTH
+        while pending:
+            length = min(pending)
+            if length > limit:
+                break
+            batch = sorted(v for v in pending.pop(length) if v not in settled and dist[v] == length)
+            settled.update(batch)
+            if groups is not None and all(g & settled for g in groups):
+                break
+            adj = self.reader.adjacency("relations", np.array(batch, dtype=np.int64))
+            for i, u in enumerate(batch):
+                cols = adj.indices[adj.indptr[i] : adj.indptr[i + 1]].tolist()
+                steps = adj.data[adj.indptr[i] : adj.indptr[i + 1]].tolist()
+                for v, step in zip(cols, steps, strict=True):
+                    d = length + step
+                    if v in settled or d > limit:
+                        continue
+                    before = dist.get(v, np.inf)
+                    if d < before or (d == before and root[u] < root[v]):
+                        dist[v], pred[v], root[v] = d, u, root[u]
+                        pending.setdefault(d, set()).add(v)
+        return dist, pred
+
     def _passage(
-        self, cid: str, dist: np.ndarray, pred: np.ndarray, rank: dict[int, int]
+        self,
+        cid: str,
+        mentioned: np.ndarray,
+        dist: dict[int, float],
+        pred: dict[int, int],
+        rank: dict[int, int],
     ) -> Explanation:
         ex = Explanation()
-        mentioned = self._mentioned.get(cid, [])
-        reachable = [r for r in mentioned if np.isfinite(dist[r])]
+        reachable = [int(x) for x in mentioned.tolist() if int(x) in dist]
         if reachable:
             end = min(
-                reachable, key=lambda r: (dist[r], rank.get(self._root(r, pred), len(rank)), r)
+                reachable, key=lambda x: (dist[x], rank.get(self._root(x, pred), len(rank)), x)
             )
             self._walk(ex, end, pred, prefer=cid)
             ex.path.append(cid)
-            ex.edges.append(_edge(self.entity_ids[end], cid, "mention", cid))
+            ex.edges.append(_edge(self.reader.ids("entities", [end])[0], cid, "mention", cid))
         else:
             ex.path.append(cid)
         ex.leaves.append(cid)
@@ -225,39 +248,54 @@ class PathFinder:
     def _seed_rank(self, seeds: Sequence[str]) -> dict[int, int]:
         """Seed row -> its rank (0 = best seed), to break ties between equally near ends."""
         ranks: dict[int, int] = {}
-        for i, s in enumerate(seeds):
-            if s in self.row:
-                ranks.setdefault(self.row[s], i)
+        for i, row in enumerate(self.reader.rows("entities", list(seeds)).tolist()):
+            if row >= 0:
+                ranks.setdefault(int(row), i)
         return ranks
 
-    def _root(self, row: int, pred: np.ndarray) -> int:
-        while pred[row] >= 0:
-            row = int(pred[row])
+    def _root(self, row: int, pred: dict[int, int]) -> int:
+        while pred.get(row, -9999) >= 0:
+            row = pred[row]
         return row
 
     def _bridge(self, ex: Explanation, named_by: str, cid: str) -> None:
-        target = self.title_entity.get(cid)
-        if target is None:
+        row = self.reader.rows("chunks", [cid])
+        target_row = int(self.reader.title_entity(row)[0]) if row[0] >= 0 else -1
+        if target_row < 0:
             ex.edges.append(_edge(named_by, cid, "names", named_by))
         else:
+            target = self.reader.ids("entities", [target_row])[0]
             ex.path.append(target)
             ex.edges.append(_edge(named_by, target, "names", named_by))
             ex.edges.append(_edge(target, cid, "mention", cid))
         ex.path.append(cid)
         ex.leaves.append(cid)
 
-    def _walk(self, ex: Explanation, end: int, pred: np.ndarray, prefer: str | None) -> None:
+    def _walk(self, ex: Explanation, end: int, pred: dict[int, int], prefer: str | None) -> None:
         """Append the seed ... ``end`` entity chain and its relation edges to ``ex``."""
         chain = [end]
-        while pred[chain[-1]] >= 0:
-            chain.append(int(pred[chain[-1]]))
+        while pred.get(chain[-1], -9999) >= 0:
+            chain.append(pred[chain[-1]])
         chain.reverse()
-        ex.path.extend(self.entity_ids[r] for r in chain)
-        for a, b in zip(chain, chain[1:], strict=False):
-            rel = self._pair[(min(a, b), max(a, b))]
+        ex.path.extend(self.reader.ids("entities", chain))
+        for rel in self._relations(chain):
             evidence = prefer if prefer in rel.evidence else rel.evidence[0]
             ex.edges.append(_edge(rel.src, rel.dst, "relation", evidence, rel.predicate, rel.id))
             ex.leaves.append(evidence)
+
+    def _relations(self, chain: list[int]) -> list[Relation]:
+        """The relation each consecutive pair of ``chain`` stands for."""
+        if len(chain) < 2:
+            return []
+        adj = self.reader.adjacency("relations", np.array(chain[:-1], dtype=np.int64))
+        edges = []
+        for i, nxt in enumerate(chain[1:]):
+            cols = adj.of(i)
+            at = int(np.searchsorted(cols, nxt))
+            edges.append(int(adj.edge[adj.indptr[i] + at]))  # type: ignore[index]
+        ids = self.reader.relation_ids(np.array(edges, dtype=np.int64))
+        found = {x.id: x for x in self.reader.relations(ids)}
+        return [found[i] for i in ids]
 
 
 def _edge(

@@ -18,10 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from .links import TitleLinks
+
+class _Links(Protocol):
+    def targets(self, row: int) -> np.ndarray: ...
+
+
+class _Entities(Protocol):
+    def of(self, row: int) -> np.ndarray: ...
+
 
 #: one column per feature, in this order (``benchmarks/fit_rerank.py`` fits them)
 FEATURES = (
@@ -95,20 +103,22 @@ def features(
     dense: np.ndarray,
     mass: np.ndarray,
     bm25_rank: Mapping[int, int],
-    title_keys: Sequence[str],
+    title_keys: Sequence[str] | Mapping[int, str],
     query_key: str,
     seeds: Mapping[int, float],
-    specificity: np.ndarray,
-    entities: ChunkEntities,
-    links: TitleLinks,
+    specificity: np.ndarray | Mapping[int, float],
+    entities: _Entities,
+    links: _Links,
     bridged: set[int],
 ) -> np.ndarray:
     """The (len(rows), len(FEATURES)) features of candidate chunk ``rows`` (best first).
 
-    ``ppr_rank``, ``dense_rank``, ``dense``, ``mass`` and ``title_keys`` (a title's
-    :func:`~kgrag.graph.links.key_text`) cover every chunk row; ``query_key`` is the
-    query's; ``seeds`` maps entity rows to reset weights; ``specificity`` covers
-    entity rows."""
+    ``ppr_rank``, ``dense_rank``, ``dense`` and ``mass`` cover every chunk row,
+    ``title_keys`` (a title's :func:`~kgrag.graph.links.key_text`) at least the
+    candidates; ``query_key`` is the query's; ``seeds`` maps entity rows to reset
+    weights; ``specificity`` covers the entity rows the candidates mention and the
+    seeds; ``entities`` gives the entity rows of a candidate, ``links`` the rows a
+    chunk row names by title."""
     n = len(rows)
     x = np.zeros((n, len(FEATURES)))
     if not n:
@@ -118,10 +128,11 @@ def features(
     from1 = set(links.targets(top1).tolist())
     from3 = set().union(*(links.targets(t).tolist() for t in top3))
     top_mass = float(mass.max()) if len(mass) else 0.0
-    spec = specificity >= SPECIFIC
 
     def specific_unseeded(row: int) -> set[int]:
-        return {int(e) for e in entities.of(row) if spec[e] and int(e) not in seeds}
+        return {
+            int(e) for e in entities.of(row) if specificity[e] >= SPECIFIC and int(e) not in seeds
+        }
 
     shared_with = specific_unseeded(top1)
     x[:, 0] = np.log1p(np.arange(n))

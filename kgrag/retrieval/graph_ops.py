@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,14 +104,9 @@ class GraphOps:
         if name == "paths":
             from ..graph.paths import PathFinder
 
-            local = self._part_unlocked("local")
-            return PathFinder(
-                reader.entities(),
-                list(local.relation.values()),
-                reader.mentions(),
-                local._chunks,
-                local._docs,
-            )
+            return PathFinder(reader)
+        if name == "full":  # every entity, passage and edge: the neighbors op reads it all
+            return self._part_unlocked("local")._whole_graph()
         if name == "global":
             from ..graph.global_search import GlobalSearch
 
@@ -241,7 +237,7 @@ class GraphOps:
         if not p.seedIds:
             raise InvalidParams("op neighbors needs seedIds", field="seedIds")
         hops = min(p.hops, MAX_HOPS)
-        result: dict[str, Any] = neighbors(self._part("local")._full, p.seedIds, hops, limit=k)
+        result: dict[str, Any] = neighbors(self._part("full"), p.seedIds, hops, limit=k)
         if hops < p.hops:
             result["usage"] = {"notes": [f"hops clamped to {MAX_HOPS}"]}
         return result
@@ -313,29 +309,24 @@ class GraphOps:
         source = self.r.sources["node"]
         if not len(source.ids):
             return []
-        row_of = self.row_of(source.unit)
-        vertex_ids = local.entity_vertices  # entity vertices come first, sorted by id
-        n = len(vertex_ids)
-        if "node_weight" not in self._parts:  # PPR mass favours hubs: weigh by specificity
-            spec = np.array([local.specificity[e] for e in vertex_ids])
-            self._parts["node_weight"] = np.sqrt(spec)
-        mass = found.mass[:n] * self._parts["node_weight"]
-        top = np.argpartition(-mass, min(k, n) - 1)[: min(k, n)] if n else np.zeros(0, int)
-        order = sorted(top.tolist(), key=lambda i: (-mass[i], vertex_ids[i]))
-        dist, pred = paths.distances(
-            call.seeds, passages=[], entities=[vertex_ids[i] for i in order]
+        reader = self.r.reader
+        # PPR mass favours hubs: weigh by specificity (only entities holding mass)
+        held = np.flatnonzero(found.mass[: local.n_entities] > 0)
+        weighted = found.mass[held] * np.sqrt(reader.specificity(held))
+        top = held[np.lexsort((held, -weighted))[:k]]
+        mass = dict(
+            zip(top.tolist(), weighted[np.lexsort((held, -weighted))[:k]].tolist(), strict=True)
         )
-        rows = [row_of[vertex_ids[i]] for i in order if vertex_ids[i] in row_of]
-        qvec_dense = np.zeros(len(source.ids))
-        qvec_dense[rows] = source.matrix[rows] @ found.qvec
+        order = top.tolist()
+        ids = dict(zip(order, reader.ids("entities", order), strict=True))
+        dist, pred = paths.distances(call.seeds, passages=[], entities=[ids[i] for i in order])
+        dense = source.matrix[np.array(order, dtype=np.int64)] @ found.qvec if order else []
+        qvec_dense = dict(zip(order, np.asarray(dense).tolist(), strict=True))
         hits = []
-        for i in order:
-            eid = vertex_ids[i]
-            if eid not in row_of or mass[i] <= 0:
-                continue
-            row = row_of[eid]
+        for row in order:
+            eid = ids[row]
             hit = self.r._hit(
-                plan, source, row, float(mass[i]), qvec_dense, {"ppr": {row: float(mass[i])}}
+                plan, source, row, float(mass[row]), qvec_dense, {"ppr": {row: float(mass[row])}}
             )
             ex = paths.entity_path(eid, dist, pred)
             wire = ex.to_wire()
@@ -350,7 +341,7 @@ class GraphOps:
     def _triplet_hits(self, plan: Any, found: Any, k: int) -> list[dict[str, Any]]:
         source = self.r.sources["triplet"]
         row_of = self.row_of(source.unit)
-        dense = np.zeros(len(source.ids))
+        dense: dict[int, float] = {}
         hits = []
         for rid, sim in found.facts[:k]:
             if rid not in row_of:
@@ -378,7 +369,6 @@ class GraphOps:
 
     def _path_hits(self, p: GraphParams, call: LocalCall, k: int) -> list[dict[str, Any]]:
         found, explained = call.found, call.explained
-        names = self._names()
         hits: list[dict[str, Any]] = []
         seen: set[str] = set()
         for cid, score in found.passages:
@@ -399,7 +389,7 @@ class GraphOps:
                 "provenance": ex.to_wire(),
             }
             if p.includeText:
-                hit["text"] = render_path(ex.edges, names)
+                hit["text"] = render_path(ex.edges, self._names(ex.edges))
             hits.append(hit)
             if len(hits) == k:
                 break
@@ -432,25 +422,22 @@ class GraphOps:
             },
         }
         if p.includeText:
-            hit["text"] = render_path(list(edges.values()), self._names(), sep="\n")
+            drawn = list(edges.values())
+            hit["text"] = render_path(drawn, self._names(drawn), sep="\n")
         return hit
 
-    def row_of(self, unit: str) -> dict[str, int]:
-        """Row of each id in the source of ``unit`` (cached)."""
-        key = f"rows:{unit}"
-        if key not in self._parts:
-            self._parts[key] = {id_: i for i, id_ in enumerate(self.r.sources[unit].ids)}
-        rows: dict[str, int] = self._parts[key]
-        return rows
+    def row_of(self, unit: str) -> Mapping[str, int]:
+        """Row of each id in the source of ``unit``."""
+        return self.r.sources[unit].row_of
 
-    def _names(self) -> dict[str, str]:
-        if "names" not in self._parts:
-            names = {e.id: e.name for e in self.r.reader.entities()}
-            names |= {
-                it.id: it.citation.get("title", it.id) for it in self.r.sources["chunk"].items
-            }
-            self._parts["names"] = names
-        return dict(self._parts["names"])
+    def _names(self, edges: list[dict[str, Any]]) -> dict[str, str]:
+        """Display names of the ends of ``edges``: entity names, passage titles."""
+        ends = sorted({x for e in edges for x in (e["src"], e["dst"])})
+        reader = self.r.reader
+        names = {e.id: e.name for e in reader.entities([x for x in ends if x.startswith("e:")])}
+        chunks = reader.chunks([x for x in ends if x.startswith("c:")])
+        titles = {d.id: d.title for d in reader.documents(sorted({c.doc_id for c in chunks}))}
+        return names | {c.id: titles.get(c.doc_id, c.id) for c in chunks}
 
     def _dedup(self, p: GraphParams, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not p.sessionId:

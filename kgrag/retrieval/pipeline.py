@@ -76,14 +76,26 @@ class Retriever:
         self.sessions = sessions or state.Sessions()
         #: the graph's feedback (None: reports change nothing)
         self.feedback = feedback
-        self.sources: dict[str, Source] = load_sources(reader)
-        self.fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
+        self.sources: Mapping[str, Source] = load_sources(reader)
+        self._fields: dict[str, str] | None = None
         self._rerankers: dict[str, Any] = {}
         self._trust: dict[str, Any] = {}
         self._graph_ops: Any = None
         self._tree: Any = None
         #: every chunk hit-shaped, built by Engine.chunks on first use
         self.chunk_records: list[dict[str, Any]] | None = None
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """The filterable fields of the chunks: from the version's manifest, where the
+        write side put them; inferred from every chunk for a graph written before."""
+        if self._fields is None:
+            stored = self.reader.manifest.get("filterFields")
+            if isinstance(stored, dict):
+                self._fields = dict(stored)
+            else:
+                self._fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
+        return self._fields
 
     @property
     def graph_ops(self) -> Any:
@@ -109,7 +121,12 @@ class Retriever:
     def capabilities(self) -> dict[str, Any]:
         """The ``retrieve`` capability metadata (spec §6.1) this retriever honours."""
         levels = max(
-            (int(s.levels.max()) + 1 for s in self.sources.values() if len(s.levels)), default=1
+            (
+                int(level) + 1
+                for key in ("communities_per_level", "tree_nodes_per_level")
+                for level in self.reader.manifest.get(key, {})
+            ),
+            default=1,
         )
         return {
             "maxK": self.config.max_k,

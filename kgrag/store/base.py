@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,40 @@ RECORD_KINDS = (
     "tree_nodes",
 )
 VECTOR_KINDS = ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes")
+#: the graphs :meth:`GraphReader.adjacency` answers for, and what their rows are:
+#: ``walk`` vertex -> vertex, the PageRank walk's column (weights M[i, j]); ``relations``
+#: entity row -> entity rows, path lengths (1 stated, 1.5 co-occurrence), ``edge`` the
+#: relation; ``mentions`` chunk row -> entity rows it mentions; ``links`` chunk row ->
+#: chunk rows it names by title, ``data`` how many passages name the target
+GRAPHS = ("walk", "relations", "mentions", "links")
+
+
+@dataclass(frozen=True, slots=True)
+class Adjacency:
+    """The neighbours of a set of rows, CSR-shaped: row i of the request has
+    ``indices[indptr[i]:indptr[i+1]]`` (sorted), with ``data`` (and ``edge``, the
+    relation row of each, for ``relations``) alongside."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    edge: np.ndarray | None = None
+
+    def of(self, i: int) -> np.ndarray:
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
 
 class GraphReader(ABC):
-    """One published version of a graph, read-only."""
+    """One published version of a graph, read-only.
+
+    Two sides: record readers (documents, chunks, ... by id) and the query side,
+    push-down operations a search is written against so that a query costs what it
+    touches: nearest neighbours within a vector kind, BM25 over a text kind,
+    adjacency of a set of graph rows, name lookup, per-entity statistics, ids by
+    row. Rows are positions within a vector kind; graph vertices are the entity
+    rows followed by the passages (:meth:`chunk_vertices`). A server-backed store
+    answers each of these with one query.
+    """
 
     index_version: str
     manifest: dict[str, Any]
@@ -104,6 +135,74 @@ class GraphReader(ABC):
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
         """BM25 over chunks (text and context), community reports or tree summaries:
         (id, score), best first."""
+
+    # -- the query side ------------------------------------------------------------------
+
+    @abstractmethod
+    def size(self, kind: str) -> int:
+        """Rows of one vector kind."""
+
+    @abstractmethod
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The ids of ``rows`` of a vector kind."""
+
+    @abstractmethod
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        """The rows of ``ids`` in a vector kind (-1 for an id without a row)."""
+
+    @abstractmethod
+    def matrix(self, kind: str) -> np.ndarray:
+        """The (n, dim) float32 vectors of a kind, row-aligned, without reading them: the
+        embedded store maps the file; reading a row pages it in."""
+
+    @abstractmethod
+    def nearest(
+        self,
+        kind: str,
+        queries: np.ndarray,
+        k: int,
+        among: np.ndarray | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """For each query vector (rows of ``queries``, unit length) its ``k`` nearest
+        rows of ``kind`` by cosine, with exact float32 scores, best first, ties by
+        row; only rows in ``among`` when it is given."""
+
+    @abstractmethod
+    def similarity(
+        self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The exact cosine of ``query`` with ``rows`` of ``kind`` (every row when None:
+        the one full scan a search may make, as bare dense search does)."""
+
+    @abstractmethod
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        """The neighbours of ``rows`` in one of :data:`GRAPHS`."""
+
+    @abstractmethod
+    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The graph vertex of each chunk row (every row when None)."""
+
+    @abstractmethod
+    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
+        """The entity row of each name key that is an entity's name (keys as
+        :func:`kgrag.store.derive.name_key` writes them; the lowest row of a name)."""
+
+    @abstractmethod
+    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per entity row: how many passages mention it, and its graph degree."""
+
+    @abstractmethod
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        """The relation ids of ``edge`` values of :meth:`adjacency` ``relations``."""
+
+    @abstractmethod
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        """The entity row that each chunk row's document title names (-1 none)."""
+
+    def specificity(self, rows: np.ndarray) -> np.ndarray:
+        """1 / the number of passages mentioning each entity (HippoRAG's node specificity)."""
+        chunks, _ = self.entity_stats(rows)
+        return 1.0 / np.maximum(1, chunks).astype(np.float64)
 
     @abstractmethod
     def close(self) -> None:

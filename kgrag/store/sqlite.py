@@ -44,8 +44,17 @@ from ..types import (
     TreeNode,
 )
 from . import schema
-from .base import RECORD_KINDS, VECTOR_KINDS, GraphReader, GraphStore, GraphWriter
+from .base import (
+    RECORD_KINDS,
+    VECTOR_KINDS,
+    Adjacency,
+    GraphReader,
+    GraphStore,
+    GraphWriter,
+)
 from .bm25 import Postings, QueryTokenizer
+from .derive import SERVING, SERVING_FORMAT, derive
+from .mapped import ServingFiles
 
 MANIFEST = "manifest.json"
 FORMAT = "kgrag-graph"
@@ -71,6 +80,20 @@ def _batches(ids: Sequence[str]) -> Iterator[Sequence[str]]:
         yield ids[i : i + _BATCH]
 
 
+def _vector_kind(kind: str) -> str:
+    if kind not in VECTOR_KINDS:
+        raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+    return kind
+
+
+def _serving_ok(folder: Path) -> bool:
+    try:
+        meta = json.loads((folder / SERVING / "serving.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == SERVING_FORMAT
+
+
 def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -80,9 +103,12 @@ def _stop_words() -> frozenset[str]:
 class SQLiteGraphStore(GraphStore):
     """A graph folder in the embedded format."""
 
-    def __init__(self, root: str | Path, *, keep_versions: int = 3) -> None:
+    def __init__(
+        self, root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = 200_000
+    ) -> None:
         self.root = Path(root)
         self.keep_versions = keep_versions
+        self.ann_min_rows = ann_min_rows
         self._current: tuple[tuple[int, int, int], str | None] | None = None
 
     def manifest(self) -> dict[str, Any]:
@@ -128,7 +154,24 @@ class SQLiteGraphStore(GraphStore):
         if version not in manifest["versions"] or not folder.is_dir():
             raise VersionGone(f"indexVersion {version!r} is no longer stored", indexVersion=version)
         meta = dict(manifest["versions"][version], indexVersion=version)
+        if not _serving_ok(folder):
+            self._upgrade(folder)
         return SQLiteGraphReader(folder, meta)
+
+    def _upgrade(self, folder: Path) -> None:
+        """Derive the serving files of a version written before they existed (once, under
+        the writers' lock; the version's records are not touched)."""
+        with open(self.root / ".lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _serving_ok(folder):
+                return
+            tmp = folder / f".{SERVING}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                derive(folder, tmp, ann_min_rows=self.ann_min_rows)
+                shutil.rmtree(folder / SERVING, ignore_errors=True)
+                os.replace(tmp, folder / SERVING)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def writer(self) -> SQLiteGraphWriter:
         return SQLiteGraphWriter(self)
@@ -206,6 +249,8 @@ class SQLiteGraphWriter(GraphWriter):
             self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
         self.db.commit()
         self.db.close()
+        derive(self.folder, self.folder / SERVING, ann_min_rows=self.store.ann_min_rows)
+        _crash_point("after-derive")
         version = self.store._next_version()
         meta = dict(meta, created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         (self.folder / "version.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
@@ -253,6 +298,12 @@ class SQLiteGraphReader(GraphReader):
         self._fts_rows: dict[str, dict[int, str]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = _stop_words()
+        try:
+            self.serving = ServingFiles(
+                folder / SERVING, folder / "vectors", int(meta.get("dim", 0))
+            )
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{folder}: unreadable serving files: {exc}") from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -409,6 +460,49 @@ class SQLiteGraphReader(GraphReader):
             self._fts_rows[kind] = {int(r[0]): r[1] for r in rows}
         return self._fts_rows[kind]
 
+    # -- the query side (the serving files) ------------------------------------------------
+
+    def size(self, kind: str) -> int:
+        return self.serving.size(_vector_kind(kind))
+
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        return self.serving.ids(_vector_kind(kind), rows)
+
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        return self.serving.rows(_vector_kind(kind), ids)
+
+    def matrix(self, kind: str) -> np.ndarray:
+        return self.serving.matrix(_vector_kind(kind))
+
+    def nearest(
+        self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]]:
+        return self.serving.nearest(_vector_kind(kind), queries, k, among)
+
+    def similarity(
+        self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        return self.serving.similarity(_vector_kind(kind), query, rows)
+
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        return self.serving.adjacency(graph, rows)
+
+    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.serving.chunk_vertices(rows)
+
+    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
+        return self.serving.lookup_names(keys)
+
+    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.serving.entity_stats(rows)
+
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        return self.serving.relation_ids(edges)
+
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        return self.serving.title_entity(rows)
+
     def close(self) -> None:
+        self.serving.close()
         with self._lock:
             self.db.close()

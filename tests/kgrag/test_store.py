@@ -175,3 +175,74 @@ def test_sparse_search_over_reports_and_summaries(store):
         assert r.search_sparse("Vistula", 3, kind="communities")[0][0] == "m:1"
         assert r.search_sparse("rivers flow", 3, kind="tree_nodes")[0][0] == "t:1"
         assert r.search_sparse("Amazon", 3, kind="communities") == []
+
+
+# -- the query side ------------------------------------------------------------------------
+
+
+def _write_query_side(store) -> str:
+    """The records above with vectors for chunks, entities and the one fact."""
+    records = _records()
+    records["relations"].append(Relation("r:2", "e:d", "feeds", "e:v", 2.0, "svo", ("c:1",)))
+    with store.writer() as w:
+        for kind, batch in records.items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:2", "c:1"], np.eye(2, 4, dtype=np.float32))
+        entities = np.array([[0.6, 0.8, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+        w.add_vectors("entities", ["e:d", "e:v"], entities)
+        w.add_vectors("facts", ["r:2"], np.array([[0, 0.6, 0.8, 0]], dtype=np.float32))
+        return w.commit({"dim": 4})
+
+
+def test_ids_and_rows_by_vector_row(store):
+    _write_query_side(store)
+    r = store.reader()
+    assert r.size("chunks") == 2 and r.size("entities") == 2 and r.size("communities") == 0
+    assert r.ids("chunks", [1, 0]) == ["c:1", "c:2"]
+    assert r.rows("chunks", ["c:1", "c:9", "c:2", "c:1"]).tolist() == [1, -1, 0, 1]
+    assert r.rows("entities", []).tolist() == [] and r.ids("entities", []) == []
+    assert r.rows("entities", ["e:v" + "x" * 80]).tolist() == [-1]  # longer than any id
+    with pytest.raises(Exception, match="unknown vector kind"):
+        r.size("nope")
+
+
+def test_nearest_and_similarity(store):
+    _write_query_side(store)
+    r = store.reader()
+    q = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+    found = r.nearest("entities", np.stack([q, np.array([0, 0, 1, 0], np.float32)]), 2)
+    assert [row for row, _ in found[0]] == [0, 1] and found[0][0][1] == pytest.approx(0.8)
+    assert [row for row, _ in found[1]] == [1, 0]
+    assert r.nearest("entities", q, 5, among=np.array([1]))[0] == [(1, 0.0)]
+    assert r.nearest("facts", q, 3)[0] == [(0, pytest.approx(0.6))]
+    assert r.similarity("chunks", q).tolist() == [0.0, 1.0]  # row 0 is c:2 = e0
+    assert r.similarity("chunks", q, np.array([1])).tolist() == [1.0]
+    assert np.array_equal(r.matrix("entities")[1], [0, 0, 1, 0])
+
+
+def test_graph_adjacency_names_and_stats(store):
+    _write_query_side(store)
+    r = store.reader()
+    d, v = r.rows("entities", ["e:d", "e:v"]).tolist()
+    rel = r.adjacency("relations", np.array([d, v]))
+    assert rel.of(0).tolist() == [v] and rel.of(1).tolist() == [d]
+    assert rel.data.tolist() == [1.0, 1.0]  # the stated relation stands for the pair
+    assert r.relation_ids(rel.edge) == ["r:2", "r:2"]
+    c1, c2 = r.rows("chunks", ["c:1", "c:2"]).tolist()
+    mentions = r.adjacency("mentions", np.array([c1, c2]))
+    assert mentions.of(0).tolist() == [d] and mentions.of(1).tolist() == [v]
+    walk = r.adjacency("walk", r.chunk_vertices(np.array([c1])))
+    assert walk.of(0).tolist() == [d]  # the passage's one edge: its mention of e:d
+    assert r.chunk_vertices().tolist() == [3, 2]  # entities first, then chunks by id
+    # a walk column sums to 1: every vertex's out-weights are normalised
+    cols = r.adjacency("walk", np.arange(4))
+    sums = [cols.data[cols.indptr[i] : cols.indptr[i + 1]].sum() for i in range(4)]
+    assert np.allclose(sums, 1.0)
+    assert r.lookup_names(["danube", "vistula", "donau", "sea"]) == {"danube": d, "vistula": v}
+    chunks, degree = r.entity_stats(np.array([d, v]))
+    assert chunks.tolist() == [1, 1] and degree.tolist() == [2, 2]
+    assert r.specificity(np.array([d])).tolist() == [1.0]
+    assert r.title_entity(np.array([c1, c2])).tolist() == [-1, -1]
+    assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []
+    with pytest.raises(Exception, match="unknown graph"):
+        r.adjacency("roads", np.array([0]))

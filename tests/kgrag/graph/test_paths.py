@@ -1,4 +1,5 @@
-"""Provenance distances: the one-edge shortcut agrees with the whole-graph search."""
+"""Provenance distances: the one- and two-edge shortcuts agree with the whole search,
+and the search reads only the part of the graph it reaches."""
 
 from __future__ import annotations
 
@@ -10,70 +11,102 @@ from kgrag.graph.paths import PathFinder
 
 @pytest.fixture(scope="module")
 def finder(science_reader):
-    r = science_reader
-    docs = {d.id: d for d in r.documents()}
-    return PathFinder(r.entities(), r.relations(), r.mentions(), r.chunks(), docs)
+    return PathFinder(science_reader)
 
 
-def _nearest(finder: PathFinder, dist: np.ndarray, passages: list[str]) -> list[float]:
-    return [min((dist[r] for r in finder._mentioned.get(c, [])), default=np.inf) for c in passages]
+@pytest.fixture(scope="module")
+def chunks(science_reader) -> list[str]:
+    return sorted(science_reader.ids("chunks", range(science_reader.size("chunks"))))
 
 
-def _seeds(finder: PathFinder, science_reader) -> list[str]:
+def _nearest(finder: PathFinder, dist: dict[int, float], passages: list[str]) -> list[float]:
+    mentioned = finder._mentioned(passages)
+    return [min((dist.get(int(r), np.inf) for r in mentioned[c]), default=np.inf) for c in passages]
+
+
+def _seeds(science_reader) -> list[str]:
     by_name = {e.name: e.id for e in science_reader.entities()}
     return [by_name["Marie Curie"], by_name["Warsaw"]]
 
 
-def test_passages_one_edge_away_take_the_shortcut_with_the_same_lengths(finder, science_reader):
-    seeds = _seeds(finder, science_reader)
+def test_passages_one_edge_away_take_the_shortcut_with_the_same_lengths(
+    finder, science_reader, chunks
+):
+    seeds = _seeds(science_reader)
     full, _ = finder.distances(seeds)
-    chunks = sorted(finder._mentioned)
     near = [c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if d <= 1.5]
     far = [c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if d > 1.5]
     assert near and far
     dist, pred = finder.distances(seeds, passages=near)
     assert _nearest(finder, dist, near) == _nearest(finder, full, near)
-    assert np.isinf(dist).sum() > np.isinf(full).sum()  # the rest of the graph stayed unvisited
+    assert len(dist) < len(full)  # the rest of the graph stayed unvisited
     for cid, ex in finder.explain(seeds, near, {}).items():
         assert ex.path[0] in seeds and ex.path[-1] == cid
         assert ex.edges[-1]["kind"] == "mention" and ex.edges[-1]["evidence"] == cid
         assert len(ex.edges) <= 2  # a mention, after at most one relation
 
 
-def test_passages_two_edges_away_get_the_same_lengths(finder, science_reader):
-    seeds = _seeds(finder, science_reader)
+def test_passages_two_edges_away_get_the_same_lengths(finder, science_reader, chunks):
+    seeds = _seeds(science_reader)
     full, _ = finder.distances(seeds)
-    chunks = sorted(finder._mentioned)
     nearest = dict(zip(chunks, _nearest(finder, full, chunks), strict=True))
     two = [c for c in chunks if 1.5 < nearest[c] <= 3.0]
     assert two
     dist, pred = finder.distances(seeds, passages=two)
     assert _nearest(finder, dist, two) == [nearest[c] for c in two]
-    assert np.isinf(dist).sum() > np.isinf(full).sum()  # still off the rest of the graph
+    assert len(dist) < len(full)  # still off the rest of the graph
     for cid, ex in finder.explain(seeds, two, {}).items():
         assert ex.path[0] in seeds and ex.path[-1] == cid
         assert [e["kind"] for e in ex.edges] == ["relation", "relation", "mention"]
         assert all(ex.path[i] in (e["src"], e["dst"]) for i, e in enumerate(ex.edges))
 
 
-def test_a_passage_further_away_searches_the_whole_graph(finder):
-    chunks = sorted(finder._mentioned)
-    for seed in finder.entity_ids:  # a seed with a passage beyond two hops
-        full, full_pred = finder.distances([seed])
-        far = [c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if d > 3]
+def test_a_passage_further_away_gets_its_shortest_length(finder, science_reader, chunks):
+    entity_ids = science_reader.ids("entities", range(science_reader.size("entities")))
+    for seed in entity_ids:  # a seed with a passage beyond two hops
+        full, _ = finder.distances([seed])
+        far = [
+            c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if 3 < d < np.inf
+        ]
         if far:
             break
     assert far
     dist, pred = finder.distances([seed], passages=far)
-    assert np.array_equal(dist, full) and np.array_equal(pred, full_pred)
+    assert _nearest(finder, dist, far) == _nearest(finder, full, far)
+    for row, d in dist.items():  # every length it settled is the whole search's
+        if pred[row] != -9999 and d <= min(_nearest(finder, dist, far)):
+            assert full[row] == d
+    for cid, ex in finder.explain([seed], far, {}).items():
+        assert ex.path[0] == seed and ex.path[-1] == cid and len(ex.edges) >= 3
+
+
+def test_equally_short_paths_start_at_the_better_seed(finder, science_reader):
+    """Two seeds at the same distance from an entity: its path starts at the first."""
+    entity_ids = science_reader.ids("entities", range(science_reader.size("entities")))
+    for a in entity_ids:
+        da, _ = finder.distances([a])
+        for b in entity_ids:
+            if b == a:
+                continue
+            db, _ = finder.distances([b])
+            tied = [r for r in da if r in db and da[r] == db[r] > 0]
+            if tied:
+                dist, pred = finder.distances([a, b])
+                target = science_reader.ids("entities", [tied[0]])[0]
+                assert finder.entity_path(target, dist, pred).path[0] == a
+                dist, pred = finder.distances([b, a])
+                assert finder.entity_path(target, dist, pred).path[0] == b
+                return
+    pytest.fail("no entity equally far from two seeds in the science graph")
 
 
 def test_entities_asked_for_are_reached(finder, science_reader):
-    seeds = _seeds(finder, science_reader)
+    seeds = _seeds(science_reader)
     full, _ = finder.distances(seeds)
-    one_edge = [finder.entity_ids[r] for r in np.flatnonzero((full > 0) & (full <= 1.5))][:3]
-    dist, pred = finder.distances(seeds, passages=[], entities=one_edge)
-    for eid in one_edge:
-        row = finder.row[eid]
-        assert dist[row] == full[row] and finder.entity_ids[pred[row]] in seeds
+    one_edge = [r for r, d in sorted(full.items()) if 0 < d <= 1.5][:3]
+    wanted = science_reader.ids("entities", one_edge)
+    dist, pred = finder.distances(seeds, passages=[], entities=wanted)
+    for eid, row in zip(wanted, one_edge, strict=True):
+        assert dist[row] == full[row]
+        assert science_reader.ids("entities", [pred[row]])[0] in seeds
         assert finder.entity_path(eid, dist, pred).path[-1] == eid

@@ -1,0 +1,236 @@
+"""The query side of the embedded store: the serving files of one version
+(:mod:`kgrag.store.derive`), opened by memory map on first use.
+
+Nothing here reads a file whole: arrays are mapped and a query touches the
+pages of the rows it asks for (a full scan only where one is asked for, the
+dense similarity over every chunk). Nearest neighbours go through the
+version's HNSW index for the kinds that have one (usearch, opened as a view
+of the file) and otherwise through a half-precision scan; either way the
+candidates are re-scored by exact float32 cosines.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import InvalidParams, StoreError
+from .base import GRAPHS, Adjacency
+from .derive import HALF_KINDS
+
+_MIN_CANDIDATES = 32  # half-precision scans and ANN searches take at least this many
+_ANN_EXPANSION = 4  # ANN candidates per asked neighbour (before exact re-scoring)
+_ANN_EF = 256  # usearch's search breadth
+
+
+class ServingFiles:
+    """The mapped serving files of one version folder."""
+
+    def __init__(self, folder: Path, vectors: Path, dim: int) -> None:
+        self.folder, self.vector_folder, self.dim = folder, vectors, dim
+        self._maps: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._names: sqlite3.Connection | None = None
+        self.meta = json.loads((folder / "serving.json").read_text())
+
+    def array(self, name: str, mode: Literal["r", "c"] = "r") -> np.ndarray:
+        """``name``.npy, mapped (once)."""
+        arr = self._maps.get(name)
+        if arr is None:
+            path = self.folder / f"{name}.npy"
+            try:
+                arr = np.load(path, mmap_mode=mode)
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"{path}: cannot map: {exc}") from exc
+            self._maps[name] = arr
+        return arr
+
+    def matrix(self, kind: str) -> np.ndarray:
+        key = f"vectors:{kind}"
+        if key not in self._maps:
+            path = self.vector_folder / f"{kind}.npy"
+            self._maps[key] = (
+                np.load(path, mmap_mode="r")
+                if path.exists()
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
+        matrix: np.ndarray = self._maps[key]
+        return matrix
+
+    # -- ids ---------------------------------------------------------------------------
+
+    def size(self, kind: str) -> int:
+        return len(self.array(f"ids.{kind}"))
+
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        arr = self.array(f"ids.{kind}")
+        idx = np.asarray(rows, dtype=np.int64)
+        return [b.decode() for b in arr[idx].tolist()] if len(idx) else []
+
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        arr, order = self.array(f"ids.{kind}"), self.array(f"order.{kind}")
+        if not len(ids) or not len(arr):
+            return np.full(len(ids), -1, dtype=np.int64)
+        encoded = [i.encode() for i in ids]
+        keys = np.array(encoded, dtype=arr.dtype)
+        lo, hi = np.zeros(len(ids), dtype=np.int64), np.full(len(ids), len(arr), dtype=np.int64)
+        while (lo < hi).any():  # binary search through the order: touches log2(n) ids each
+            mid = (lo + hi) // 2
+            open_ = lo < hi
+            probe = np.where(open_, mid, 0)
+            less = arr[np.asarray(order[probe], dtype=np.int64)] < keys
+            lo = np.where(open_ & less, mid + 1, lo)
+            hi = np.where(open_ & ~less, mid, hi)
+        found = np.asarray(order[np.minimum(lo, len(arr) - 1)], dtype=np.int64)
+        ok = (lo < len(arr)) & (arr[found] == keys)
+        ok &= np.array([len(e) <= arr.dtype.itemsize for e in encoded])
+        return np.where(ok, found, -1)
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def similarity(self, kind: str, query: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        matrix = self.matrix(kind)
+        q = np.asarray(query, dtype=np.float32)
+        if rows is None:
+            return matrix @ q if len(matrix) else np.zeros(0, dtype=np.float32)
+        r = np.asarray(rows, dtype=np.int64)
+        return matrix[r] @ q if len(r) else np.zeros(0, dtype=np.float32)
+
+    def nearest(
+        self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]:
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        n = self.size(kind)
+        k = min(k, n if among is None else len(among))
+        if k <= 0:
+            return [[] for _ in range(len(q))]
+        if among is not None:
+            cand = np.sort(np.asarray(among, dtype=np.int64))
+            return [self._rescore(kind, vec, cand, k) for vec in q]
+        if kind in self.meta.get("ann", ()):
+            return self._ann(kind, q, k)
+        if kind in HALF_KINDS:
+            return [self._half(kind, vec, k) for vec in q]
+        matrix = self.matrix(kind)
+        return [self._rescore(kind, vec, np.arange(len(matrix)), k) for vec in q]
+
+    def _rescore(self, kind: str, vec: np.ndarray, rows: np.ndarray, k: int) -> list[Any]:
+        exact = self.matrix(kind)[rows] @ vec
+        order = np.lexsort((rows, -exact))[:k]
+        return [(int(rows[i]), float(exact[i])) for i in order]
+
+    def _half(self, kind: str, vec: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Top k by half-precision scores over a candidate margin, ranked by exact ones
+        (:mod:`kgrag.graph.scan` explains the margin)."""
+        import torch
+
+        key = f"torch:{kind}"
+        with self._lock:
+            if key not in self._maps:  # a copy-on-write map: torch wants a writable buffer
+                self._maps[key] = torch.from_numpy(self.array(f"half.{kind}", mode="c"))
+        half = self._maps[key]
+        n = len(half)
+        wide = min(n, max(_MIN_CANDIDATES, 4 * k))
+        qh = torch.from_numpy(np.ascontiguousarray(vec, dtype=np.float16))
+        rough = (half @ qh).float().numpy()
+        rows = np.sort(np.argpartition(-rough, wide - 1)[:wide]) if wide < n else np.arange(n)
+        return self._rescore(kind, vec, rows, k)
+
+    def _ann(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        index = self.ann_index(kind)
+        wide = min(self.size(kind), max(_MIN_CANDIDATES, _ANN_EXPANSION * k))
+        found = index.search(q, wide, threads=1)
+        keys = np.atleast_2d(found.keys)
+        counts = np.atleast_1d(found.counts)
+        out = []
+        for i, vec in enumerate(q):
+            rows = np.sort(keys[i][: int(counts[i])].astype(np.int64))
+            out.append(self._rescore(kind, vec, rows, k))
+        return out
+
+    def ann_index(self, kind: str) -> Any:
+        key = f"ann:{kind}"
+        with self._lock:
+            if key not in self._maps:
+                from usearch.index import Index
+
+                index = Index.restore(str(self.folder / f"ann.{kind}.usearch"), view=True)
+                if index is None:
+                    raise StoreError(f"{self.folder}: unreadable ANN index of {kind}")
+                index.expansion_search = _ANN_EF  # type: ignore[misc]  # it has a setter
+                self._maps[key] = index
+            return self._maps[key]
+
+    # -- graphs --------------------------------------------------------------------------
+
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        if graph not in GRAPHS:
+            raise InvalidParams(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
+        r = np.asarray(rows, dtype=np.int64)
+        indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
+        starts, ends = np.asarray(indptr[r]), np.asarray(indptr[r + 1])
+        lengths = ends - starts
+        out_ptr = np.zeros(len(r) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_ptr[1:])
+        take = _ranges(starts, lengths)
+        cols = np.asarray(indices[take])
+        if graph == "links":
+            return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
+        data = np.asarray(self.array(f"{graph}.data")[take]) if graph != "mentions" else None
+        edge = np.asarray(self.array("relations.edge")[take]) if graph == "relations" else None
+        return Adjacency(out_ptr, cols, data if data is not None else np.ones(len(cols)), edge)
+
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        arr = self.array("relations.ids")
+        return [b.decode() for b in arr[np.asarray(edges, dtype=np.int64)].tolist()]
+
+    def chunk_vertices(self, rows: np.ndarray | None) -> np.ndarray:
+        cv = self.array("chunk_vertex")
+        return np.asarray(cv if rows is None else cv[np.asarray(rows, dtype=np.int64)])
+
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.array("title_entity")[np.asarray(rows, dtype=np.int64)])
+
+    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = np.asarray(rows, dtype=np.int64)
+        return (
+            np.asarray(self.array("entity_chunks")[r]),
+            np.asarray(self.array("entity_degree")[r]),
+        )
+
+    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        with self._lock:
+            if self._names is None:
+                uri = f"file:{self.folder / 'names.sqlite'}?mode=ro"
+                self._names = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            found: dict[str, int] = {}
+            for i in range(0, len(wanted), 900):
+                batch = wanted[i : i + 900]
+                sql = f"SELECT key, row FROM names WHERE key IN ({','.join('?' * len(batch))})"
+                found.update(self._names.execute(sql, batch).fetchall())
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            if self._names is not None:
+                self._names.close()
+            self._maps.clear()
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges [start, start + length) of each pair."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    offsets = np.repeat(starts - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
