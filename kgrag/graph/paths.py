@@ -29,6 +29,9 @@ from ..store import GraphReader
 from ..types import Relation
 
 _MAX_HOPS = 3
+#: the search for a far passage stops after settling this many entities (2Wiki: a
+#: passage not reached by then lies beyond hubs that would explain nothing)
+_MAX_REACHED = 5_000
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
 
 
@@ -193,8 +196,9 @@ class PathFinder:
         """Multi-source shortest paths by rounds of equal length (edge lengths are
         multiples of 0.5, so every round settles one length exactly), reading the
         adjacency of one round's vertices at a time, up to the length limit, or until
-        a member of every group in ``groups`` is settled. Of equally short paths, the
-        one from the better seed wins, then the one through the lower row."""
+        a member of every group in ``groups`` is settled, or after :data:`_MAX_REACHED`
+        entities. Of equally short paths, the one from the better seed wins, then the one
+        through the lower row."""
         dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
         pred: dict[int, int] = dict.fromkeys(seeds, -9999)
         root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
@@ -209,18 +213,33 @@ class PathFinder:
             settled.update(batch)
             if groups is not None and all(g & settled for g in groups):
                 break
+            if len(settled) > _MAX_REACHED:  # the rest is too far to explain anything
+                break
             adj = self.reader.adjacency("relations", np.array(batch, dtype=np.int64))
-            for i, u in enumerate(batch):
-                cols = adj.indices[adj.indptr[i] : adj.indptr[i + 1]].tolist()
-                steps = adj.data[adj.indptr[i] : adj.indptr[i + 1]].tolist()
-                for v, step in zip(cols, steps, strict=True):
-                    d = length + step
-                    if v in settled or d > limit:
-                        continue
-                    before = dist.get(v, np.inf)
-                    if d < before or (d == before and root[u] < root[v]):
-                        dist[v], pred[v], root[v] = d, u, root[u]
-                        pending.setdefault(d, set()).add(v)
+            u = np.repeat(np.array(batch, dtype=np.int64), np.diff(adj.indptr))
+            v, d = adj.indices.astype(np.int64), length + adj.data
+            rank = np.array([root[x] for x in batch], dtype=np.int64)[
+                np.repeat(np.arange(len(batch)), np.diff(adj.indptr))
+            ]
+            keep = d <= limit
+            # the best offer to each vertex: shortest, then from the better seed, lower row
+            order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
+            v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
+            first = np.ones(len(v), dtype=bool)
+            first[1:] = v[1:] != v[:-1]
+            for x, dx, ux, rx in zip(
+                v[first].tolist(),
+                d[first].tolist(),
+                u[first].tolist(),
+                rank[first].tolist(),
+                strict=True,
+            ):
+                if x in settled:
+                    continue
+                before = dist.get(x, np.inf)
+                if dx < before or (dx == before and rx < root[x]):
+                    dist[x], pred[x], root[x] = dx, ux, rx
+                    pending.setdefault(dx, set()).add(x)
         return dist, pred
 
     def _passage(

@@ -16,7 +16,8 @@ followed by the passages in chunk-id order; ``chunk_vertex`` maps a chunk row
 to its vertex.
 
 Files (``serving/``): ``ids.<kind>.npy`` (fixed-width ids by row) and
-``order.<kind>.npy`` (rows in id order, for lookups); ``walk.*`` (the
+``sorted.<kind>.npy`` / ``order.<kind>.npy`` (the ids in id order and their
+rows, for lookups by id); ``walk.*`` (the
 column-stochastic walk, CSC); ``relations.*`` (entity-entity path lengths,
 CSR, with the relation each pair stands for); ``mentions.*`` (chunk row ->
 entity rows); ``links.*`` (chunk row -> chunk rows it names by title) with
@@ -49,7 +50,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 1
+SERVING_FORMAT = 2
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 ANN_KINDS = ("chunks", "entities", "facts", "sentences", "communities", "tree_nodes")
@@ -130,8 +131,10 @@ def _matrix(folder: Path, kind: str) -> np.ndarray:
 def _save_ids(out: Path, kind: str, ids: Sequence[str]) -> None:
     width = max((len(i.encode()) for i in ids), default=1)
     arr = np.array([i.encode() for i in ids], dtype=f"S{width}")
+    order = np.argsort(arr, kind="stable").astype(np.int64)
     np.save(out / f"ids.{kind}.npy", arr)
-    np.save(out / f"order.{kind}.npy", np.argsort(arr, kind="stable").astype(np.int64))
+    np.save(out / f"order.{kind}.npy", order)
+    np.save(out / f"sorted.{kind}.npy", arr[order])
 
 
 def _save_csr(

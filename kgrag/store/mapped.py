@@ -45,7 +45,8 @@ class ServingFiles:
         if arr is None:
             path = self.folder / f"{name}.npy"
             try:
-                arr = np.load(path, mmap_mode=mode)
+                # a plain array over the map: np.memmap's indexing costs ~4 us a call
+                arr = np.load(path, mmap_mode=mode).view(np.ndarray)
             except (OSError, ValueError) as exc:
                 raise StoreError(f"{path}: cannot map: {exc}") from exc
             self._maps[name] = arr
@@ -56,7 +57,7 @@ class ServingFiles:
         if key not in self._maps:
             path = self.vector_folder / f"{kind}.npy"
             self._maps[key] = (
-                np.load(path, mmap_mode="r")
+                np.load(path, mmap_mode="r").view(np.ndarray)
                 if path.exists()
                 else np.zeros((0, self.dim), dtype=np.float32)
             )
@@ -74,23 +75,15 @@ class ServingFiles:
         return [b.decode() for b in arr[idx].tolist()] if len(idx) else []
 
     def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
-        arr, order = self.array(f"ids.{kind}"), self.array(f"order.{kind}")
-        if not len(ids) or not len(arr):
+        ordered, order = self.array(f"sorted.{kind}"), self.array(f"order.{kind}")
+        if not len(ids) or not len(ordered):
             return np.full(len(ids), -1, dtype=np.int64)
         encoded = [i.encode() for i in ids]
-        keys = np.array(encoded, dtype=arr.dtype)
-        lo, hi = np.zeros(len(ids), dtype=np.int64), np.full(len(ids), len(arr), dtype=np.int64)
-        while (lo < hi).any():  # binary search through the order: touches log2(n) ids each
-            mid = (lo + hi) // 2
-            open_ = lo < hi
-            probe = np.where(open_, mid, 0)
-            less = arr[np.asarray(order[probe], dtype=np.int64)] < keys
-            lo = np.where(open_ & less, mid + 1, lo)
-            hi = np.where(open_ & ~less, mid, hi)
-        found = np.asarray(order[np.minimum(lo, len(arr) - 1)], dtype=np.int64)
-        ok = (lo < len(arr)) & (arr[found] == keys)
-        ok &= np.array([len(e) <= arr.dtype.itemsize for e in encoded])
-        return np.where(ok, found, -1)
+        keys = np.array(encoded, dtype=ordered.dtype)  # longer ids are cut: checked below
+        pos = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+        ok = ordered[pos] == keys
+        ok &= np.array([len(e) <= ordered.dtype.itemsize for e in encoded])
+        return np.where(ok, np.asarray(order[pos], dtype=np.int64), -1)
 
     # -- vectors -------------------------------------------------------------------------
 
