@@ -7,7 +7,7 @@ cache; nothing is dropped from it):
 
 - bare: imports sentence-transformers, loads MiniLM from its package, loads the
   chunk vectors (``np.load``), encodes one question and takes its top 10 by a
-  numpy dot (BLAS on one thread in both processes, torch on its default threads); then answers the ``--n`` questions the same way.
+  numpy dot; then answers the ``--n`` questions the same way.
 - kgrag: ``kgrag.open(G)`` and one ``graph local`` (unit chunk); then the
   ``--n`` questions through ``retrieve`` hybrid, ``graph local`` and ``graph
   global``, interleaved.
@@ -15,7 +15,7 @@ cache; nothing is dropped from it):
 Reported: seconds from process start to the first answer, p50 / p95 ms per op,
 the peak RSS after the questions (``ru_maxrss``), the first-answer gap
 (kgrag - bare) and RSS ratio, and the bytes on disk per document of the graph's
-current version.
+current version. BLAS runs on one thread in both processes, torch on its default.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from sentence_transformers import SentenceTransformer
 from kgrag.encoders.sentence import resolve_model_path
 manifest = json.load(open(os.path.join(graph, "manifest.json")))
 folder = os.path.join(graph, "versions", manifest["indexVersion"])
-model = SentenceTransformer(str(resolve_model_path(manifest["versions"][manifest["indexVersion"]]["models"]["embedding"])), device="cpu")
+meta = manifest["versions"][manifest["indexVersion"]]
+model = SentenceTransformer(str(resolve_model_path(meta["models"]["embedding"])), device="cpu")
 matrix = np.load(os.path.join(folder, "vectors", "chunks.npy"))
 def ask(q):
     v = model.encode([q], normalize_embeddings=True)[0]

@@ -114,7 +114,7 @@ def build_ann(matrix: np.ndarray, path: Path) -> None:
         ndim=matrix.shape[1], metric="ip", dtype="f16", connectivity=16, expansion_add=128
     )
     if len(matrix):
-        index.add(np.arange(len(matrix), dtype=np.uint64), np.asarray(matrix), threads=0)
+        index.add(np.arange(len(matrix), dtype=np.uint64), np.asarray(matrix), threads=1)
     index.save(str(path))
 
 

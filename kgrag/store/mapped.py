@@ -26,7 +26,7 @@ from .derive import HALF_KINDS
 
 _MIN_CANDIDATES = 32  # half-precision scans and ANN searches take at least this many
 _ANN_EXPANSION = 4  # ANN candidates per asked neighbour (before exact re-scoring)
-_ANN_EF = 256  # usearch's search breadth
+_ANN_EF = 1024  # usearch's search breadth (2Wiki: facts@5 recall 0.957 at 256, 0.993 at 1024)
 
 
 class ServingFiles:
@@ -136,28 +136,13 @@ class ServingFiles:
         return self._rescore(kind, vec, rows, k)
 
     def _ann(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        index = self.ann_index(kind)
-        wide = min(self.size(kind), max(_MIN_CANDIDATES, _ANN_EXPANSION * k))
-        found = index.search(q, wide, threads=1)
-        keys = np.atleast_2d(found.keys)
-        counts = np.atleast_1d(found.counts)
-        out = []
-        for i, vec in enumerate(q):
-            rows = np.sort(keys[i][: int(counts[i])].astype(np.int64))
-            out.append(self._rescore(kind, vec, rows, k))
-        return out
+        return ann_nearest(self.ann_index(kind), self.matrix(kind), q, k)
 
     def ann_index(self, kind: str) -> Any:
         key = f"ann:{kind}"
         with self._lock:
             if key not in self._maps:
-                from usearch.index import Index
-
-                index = Index.restore(str(self.folder / f"ann.{kind}.usearch"), view=True)
-                if index is None:
-                    raise StoreError(f"{self.folder}: unreadable ANN index of {kind}")
-                index.expansion_search = _ANN_EF  # type: ignore[misc]  # it has a setter
-                self._maps[key] = index
+                self._maps[key] = open_ann(self.folder / f"ann.{kind}.usearch")
             return self._maps[key]
 
     # -- graphs --------------------------------------------------------------------------
@@ -217,6 +202,36 @@ class ServingFiles:
             if self._names is not None:
                 self._names.close()
             self._maps.clear()
+
+
+def ann_nearest(
+    index: Any, matrix: np.ndarray, q: np.ndarray, k: int
+) -> list[list[tuple[int, float]]]:
+    """The ``k`` nearest rows of ``matrix`` for each row of ``q``: candidates from the
+    HNSW ``index`` (at least :data:`_MIN_CANDIDATES`, :data:`_ANN_EXPANSION` per asked
+    neighbour), ranked by exact float32 cosines, ties by row."""
+    wide = min(len(matrix), max(_MIN_CANDIDATES, _ANN_EXPANSION * k))
+    found = index.search(q, wide, threads=1)
+    keys = np.atleast_2d(found.keys)
+    counts = np.atleast_1d(found.counts)
+    out = []
+    for i, vec in enumerate(q):
+        rows = np.sort(keys[i][: int(counts[i])].astype(np.int64))
+        exact = matrix[rows] @ vec
+        order = np.lexsort((rows, -exact))[:k]
+        out.append([(int(rows[j]), float(exact[j])) for j in order])
+    return out
+
+
+def open_ann(path: Path) -> Any:
+    """An HNSW index file opened as a memory-mapped view, at the search breadth used."""
+    from usearch.index import Index
+
+    index = Index.restore(str(path), view=True)
+    if index is None:
+        raise StoreError(f"{path}: unreadable ANN index")
+    index.expansion_search = _ANN_EF  # type: ignore[misc]  # it has a setter
+    return index
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
