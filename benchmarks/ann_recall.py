@@ -50,9 +50,8 @@ def main() -> int:
     ]
     span_vecs = engine.encoder.encode(spans) if spans else qvecs[:0]
     print(f"{args.graph}: {len(questions)} questions, {len(spans)} spans")
-    print(
-        "| kind | rows | k | recall | exact ms/q | ANN ms/q | build s |\n|---|---|---|---|---|---|---|"
-    )
+    print("| kind | rows | k | recall | exact ms/q | ANN ms/q | build s |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for kind, depths in DEPTHS.items():
             matrix = reader.matrix(kind)

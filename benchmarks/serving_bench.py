@@ -94,7 +94,8 @@ for q in questions:
 out = {"open_s": round(opened, 2), "first_answer_s": round(first, 2),
        "peak_rss_mib": round(rss(), 1)}
 for name, ts in times.items():
-    out[name] = {"p50_ms": pct(ts, 0.5), "p95_ms": pct(ts, 0.95), "first_ms": round(ts[0] * 1000, 1)}
+    out[name] = {"p50_ms": pct(ts, 0.5), "p95_ms": pct(ts, 0.95),
+                 "first_ms": round(ts[0] * 1000, 1)}
 print(json.dumps(out))
 """
 )
