@@ -38,10 +38,9 @@ import numpy as np
 
 from ..encoders import Encoder
 from ..errors import InvalidParams
-from ..ids import sentence_id
 from ..store import GraphReader
+from ..store.keys import COOC
 from ..types import Community
-from .local import COOC
 
 RRF_K = 60
 _RELATION = re.compile(r"^(.+?) -(.+)-> (.+)$")
@@ -88,40 +87,27 @@ class GlobalResult:
 
 
 class GlobalSearch:
-    """Global search over one graph version; built once, read-only afterwards."""
+    """Global search over one graph version; built once, read-only afterwards. It
+    reads the community attributes it ranks by from the store (a level's rows, their
+    ratings) and the records of the reports it returns."""
 
     def __init__(
         self, reader: GraphReader, encoder: Encoder, settings: GlobalSettings | None = None
     ) -> None:
         self.reader, self.encoder = reader, encoder
         self.settings = settings or GlobalSettings()
-        ids, matrix = reader.vectors("communities")
-        self._ids: list[str] = list(ids)
-        self._matrix = np.asarray(matrix, dtype=np.float32)
-        self._row = {cid: i for i, cid in enumerate(self._ids)}
-        self._by_id = {c.id: c for c in reader.communities()}
-        self._order = sorted(self._by_id.values(), key=lambda c: (-c.level, c.id))
-        self._level_rows: dict[int, np.ndarray] = {}
-        for level in sorted({c.level for c in self._order}):
-            rows = [self._row[c.id] for c in self._order if c.level == level and c.id in self._row]
-            self._level_rows[level] = np.array(sorted(rows), dtype=np.int64)
-        self._canonical = _canonical_rows(self._ids, self._by_id)
-        self._id_rank = np.empty(len(self._ids), dtype=np.int64)  # ties break on the id
-        self._id_rank[np.argsort(np.array(self._ids, dtype=object), kind="stable")] = np.arange(
-            len(self._ids)
-        )
-        self._rating = np.array([self._by_id[cid].rating for cid in self._ids], dtype=np.float64)
+        self._n = reader.size("communities")
+        self._matrix = reader.matrix("communities")
+        levels = reader.attribute("communities", "level")  # one scan: the rows of each level
+        self._level_rows = {int(lv): np.flatnonzero(levels == lv) for lv in np.unique(levels)}
+        sizes = reader.attribute("communities", "size")
         self._mean_size = {
-            lv: float(np.mean([len(c.members) for c in self._order if c.level == lv]))
-            for lv in self._level_rows
+            lv: float(np.asarray(sizes[rows]).mean()) for lv, rows in self._level_rows.items()
         }
+        self._canonical = np.flatnonzero(reader.attribute("communities", "canonical"))
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
-        self._stored = (
-            _stored_sentences(reader)
-            if self.settings.stored_sentences
-            else (np.zeros((0, 0), np.float32), {})
-        )
+        self._stored = self.settings.stored_sentences and reader.size("sentences") > 0
 
     def levels(self) -> list[int]:
         """The community levels, finest (0) first."""
@@ -137,7 +123,10 @@ class GlobalSearch:
 
     def community(self, cid: str) -> Community:
         """The stored community ``cid``."""
-        return self._by_id[cid]
+        found = self.reader.communities(ids=[cid])
+        if not found:
+            raise KeyError(cid)
+        return found[0]
 
     def search(
         self,
@@ -167,9 +156,11 @@ class GlobalSearch:
         )
         qvec = self.encoder.encode_one(query)
         ranked = self._rank(query, qvec, rows, k)
-        scored = [self._scored(self._ids[row], score) for row, score in ranked]
+        ids = self.reader.ids("communities", [row for row, _ in ranked])
+        by_id = {c.id: c for c in self.reader.communities(ids=ids)}
+        scored = [_scored(by_id[cid], score) for cid, (_, score) in zip(ids, ranked, strict=True)]
         best = scored[0].score if scored else 1.0
-        top = [(self._by_id[s.id], s.score / best) for s in scored]
+        top = [(by_id[s.id], s.score / best) for s in scored]
         citations = self._summary(qvec, top) if summary else ()
         text = " ".join(f"{sentence} [{cid}]" for sentence, cid in citations)
         return GlobalResult(chosen, scored, text, citations)
@@ -187,10 +178,15 @@ class GlobalSearch:
             raise InvalidParams("offset must be at least 0", field="offset")
         if limit < 1:
             raise InvalidParams("limit must be at least 1", field="limit")
-        rows = self._order if level is None else [c for c in self._order if c.level == level]
-        page = rows[offset : offset + limit]
+        order = self.reader.attribute("communities", "hierarchy")
+        if level is not None:  # a level's rows are one run of the hierarchy order
+            start = sum(len(r) for lv, r in self._level_rows.items() if lv > level)
+            order = order[start : start + len(self._level_rows[level])]
+        page = np.asarray(order[offset : offset + limit])
+        ids = self.reader.ids("communities", page)
+        by_id = {c.id: c for c in self.reader.communities(ids=ids)}
         after = offset + limit
-        return [_describe(c) for c in page], (after if after < len(rows) else None)
+        return [_describe(by_id[i]) for i in ids], (after if after < len(order) else None)
 
     def _rank(
         self, query: str, qvec: np.ndarray, rows: np.ndarray, k: int
@@ -199,26 +195,30 @@ class GlobalSearch:
         if not len(rows):
             return []
         dense = self._matrix[rows] @ qvec
-        order = rows[np.lexsort((self._id_rank[rows], -dense))]
-        fused = np.zeros(len(self._ids))
+        id_rank = np.zeros(self._n, dtype=np.int64)
+        id_rank[rows] = self.reader.attribute("communities", "id_rank", rows)
+        order = rows[np.lexsort((id_rank[rows], -dense))]
+        fused = np.zeros(self._n)
         fused[order] = 1.0 / (RRF_K + np.arange(1, len(order) + 1))
-        member = np.zeros(len(self._ids), dtype=bool)
+        member = np.zeros(self._n, dtype=bool)
         member[rows] = True
-        sparse = self.reader.search_sparse(query, len(self._ids), "communities")
-        found = np.array([self._row.get(cid, -1) for cid, _ in sparse], dtype=np.int64)
+        sparse = self.reader.search_sparse(query, self._n, "communities")
+        found = self.reader.rows("communities", [cid for cid, _ in sparse])
         found = found[found >= 0]
         found = found[member[found]]
         fused[found] += 1.0 / (RRF_K + np.arange(1, len(found) + 1))
         w = self.settings.rating_weight
-        fused[rows] *= 1.0 - w + w * self._rating[rows] / 10.0
-        best = rows[np.lexsort((self._id_rank[rows], -fused[rows]))][:k]
+        rating = self.reader.attribute("communities", "rating", rows)
+        fused[rows] *= 1.0 - w + w * rating / 10.0
+        best = rows[np.lexsort((id_rank[rows], -fused[rows]))][:k]
         return [(int(row), float(fused[row])) for row in best]
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Vectors of ``texts``: the stored sentence vector where there is one, else
         encoded unless cached (the cache keeps the ``cache_size`` most recently added)."""
-        matrix, row_of = self._stored
-        known = {t: matrix[row] for t in texts if (row := row_of.get(t)) is not None}
+        row_of = self.reader.lookup("sentences", texts) if self._stored else {}
+        matrix = self.reader.matrix("sentences")
+        known = {t: np.asarray(matrix[row], dtype=np.float32) for t, row in row_of.items()}
         with self._lock:
             known.update({t: self._cache[t] for t in texts if t in self._cache and t not in known})
         missing = [t for t in dict.fromkeys(texts) if t not in known]
@@ -230,12 +230,6 @@ class GlobalSearch:
                 while len(self._cache) > self.settings.cache_size:
                     self._cache.pop(next(iter(self._cache)))
         return np.stack([known[t] for t in texts])
-
-    def _scored(self, cid: str, score: float) -> CommunityScore:
-        c = self._by_id[cid]
-        return CommunityScore(
-            c.id, c.level, score, c.report.title, c.report.text(), c.rating, c.leaves
-        )
 
     def _summary(
         self, qvec: np.ndarray, top: Sequence[tuple[Community, float]]
@@ -303,32 +297,8 @@ def split_relation(rendered: str) -> tuple[str, str, str] | None:
     return (match.group(1), match.group(2), match.group(3)) if match else None
 
 
-def _stored_sentences(reader: GraphReader) -> tuple[np.ndarray, dict[str, int]]:
-    """The stored sentence vectors and, for each sentence text as a report quotes it
-    (stripped), its row."""
-    ids, matrix = reader.vectors("sentences")
-    if not len(ids):
-        return np.zeros((0, 0), np.float32), {}
-    row_of = {sid: i for i, sid in enumerate(ids)}
-    texts = {c.id: c.text for c in reader.chunks()}
-    rows: dict[str, int] = {}
-    for s in reader.sentences():
-        row = row_of.get(sentence_id(s.chunk_id, s.index))
-        text = texts.get(s.chunk_id)
-        if row is not None and text is not None:
-            rows.setdefault(text[s.start : s.end].strip(), row)
-    return np.asarray(matrix, dtype=np.float32), rows
-
-
-def _canonical_rows(ids: Sequence[str], by_id: dict[str, Community]) -> np.ndarray:
-    """Rows without copies carried down a level unchanged: the finest copy stays."""
-    seen: dict[tuple[str, tuple[str, ...]], tuple[int, str]] = {}
-    for row, cid in enumerate(ids):
-        c = by_id[cid]
-        key = (c.report.text(), c.leaves)
-        if key not in seen or (c.level, cid) < (by_id[seen[key][1]].level, seen[key][1]):
-            seen[key] = (row, cid)
-    return np.array(sorted(row for row, _ in seen.values()), dtype=np.int64)
+def _scored(c: Community, score: float) -> CommunityScore:
+    return CommunityScore(c.id, c.level, score, c.report.title, c.report.text(), c.rating, c.leaves)
 
 
 def _describe(c: Community) -> dict[str, object]:

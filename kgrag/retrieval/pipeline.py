@@ -371,7 +371,7 @@ class Retriever:
         """Rows that may be returned: the level, no carried-down copies, the filter."""
         rows = source.rows(plan.level)
         if source.unit == "community" and plan.level is None:
-            rows = np.intersect1d(rows, canonical_rows(source))
+            rows = np.intersect1d(rows, canonical_rows(source, self.reader))
         if plan.p.filter is not None and source.unit in ("chunk", "document"):
             predicate = filters.compile_filter(plan.p.filter, self.fields)
             if predicate is not None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..encoders import normalise
 from ..store import GraphReader
-from ..types import Chunk, Document, Entity, Relation
+from ..types import Chunk, Community, Document, Entity, Relation
 
 #: units ranked from a source of their own; ``path`` and ``subgraph`` come from local search
 SOURCE_UNITS = ("chunk", "document", "community", "tree-node", "node", "triplet")
@@ -283,15 +283,27 @@ def _document_source(reader: GraphReader, chunk: Source) -> Source:
 
 
 def _community_source(reader: GraphReader) -> Source:
-    ids, matrix = reader.vectors("communities")
-    found = {c.id: c for c in reader.communities()}
-    items = []
-    for id_ in ids:
-        c = found[id_]
-        meta = {"level": c.level, "rating": c.rating, "size": len(c.members)}
-        citation = {"source": "community-report", "title": c.report.title}
-        items.append(Item(id_, c.report.text(), c.level, c.leaves, meta, citation))
-    return _leveled(reader, "community", "communities", ids, matrix, items)
+    def build(rows: list[int]) -> list[Item]:
+        ids = reader.ids("communities", rows)
+        found = {c.id: c for c in reader.communities(ids=ids)}
+        return [_community_item(found[i]) for i in ids]
+
+    n = reader.size("communities")
+    return Source(
+        "community",
+        StoreIds(reader, "communities"),
+        reader.matrix("communities"),
+        reader.attribute("communities", "level"),
+        LazyItems(n, build),
+        _sparse_rows(reader, "communities"),
+        StoreRows(reader, "communities"),
+    )
+
+
+def _community_item(c: Community) -> Item:
+    meta = {"level": c.level, "rating": c.rating, "size": len(c.members)}
+    citation = {"source": "community-report", "title": c.report.title}
+    return Item(c.id, c.report.text(), c.level, c.leaves, meta, citation)
 
 
 def _tree_source(reader: GraphReader) -> Source:
@@ -421,9 +433,12 @@ def _leveled(
     return Source(unit, list(ids), np.asarray(matrix), levels, items, _sparse_rows(reader, kind))
 
 
-def canonical_rows(source: Source) -> np.ndarray:
+def canonical_rows(source: Source, reader: GraphReader | None = None) -> np.ndarray:
     """Rows without the copies a community hierarchy carries down a level unchanged:
-    of several communities with the same leaves and text, the finest stays."""
+    of several communities with the same leaves and text, the finest stays (for the
+    communities, the store's ``canonical`` attribute when ``reader`` is given)."""
+    if reader is not None and source.unit == "community":
+        return np.flatnonzero(reader.attribute("communities", "canonical"))
     seen: dict[tuple[str, tuple[str, ...]], int] = {}
     for row in np.argsort(source.levels, kind="stable"):
         item = source.items[row]

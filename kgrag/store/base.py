@@ -183,13 +183,18 @@ class GraphReader(ABC):
         """The graph vertex of each chunk row (every row when None)."""
 
     @abstractmethod
-    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
-        """The entity row of each name key that is an entity's name (keys as
-        :func:`kgrag.store.derive.name_key` writes them; the lowest row of a name)."""
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        """The row of each key that names a row: ``entities`` by name key (as
+        :func:`kgrag.store.keys.name_key` writes it; a shared name gives the lowest
+        row), ``sentences`` by the stripped sentence text (the first such sentence)."""
 
     @abstractmethod
-    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per entity row: how many passages mention it, and its graph degree."""
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """A per-row attribute of a kind for ``rows`` (every row when None: a scan):
+        entities ``chunks`` (passages mentioning it) and ``degree``; communities
+        ``level``, ``rating``, ``size`` (members), ``id_rank`` (rank of the id),
+        ``canonical`` (not a copy carried down a level), ``hierarchy`` (row i: the
+        i-th row in hierarchy order, coarsest level first, then id)."""
 
     @abstractmethod
     def relation_ids(self, edges: np.ndarray) -> list[str]:
@@ -199,9 +204,19 @@ class GraphReader(ABC):
     def title_entity(self, rows: np.ndarray) -> np.ndarray:
         """The entity row that each chunk row's document title names (-1 none)."""
 
+    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
+        """Entity rows by name key (:meth:`lookup` of ``entities``)."""
+        return self.lookup("entities", keys)
+
+    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per entity row: how many passages mention it, and its graph degree."""
+        return self.attribute("entities", "chunks", rows), self.attribute(
+            "entities", "degree", rows
+        )
+
     def specificity(self, rows: np.ndarray) -> np.ndarray:
         """1 / the number of passages mentioning each entity (HippoRAG's node specificity)."""
-        chunks, _ = self.entity_stats(rows)
+        chunks = self.attribute("entities", "chunks", rows)
         return 1.0 / np.maximum(1, chunks).astype(np.float64)
 
     @abstractmethod

@@ -6,7 +6,8 @@ on it unchanged; tests and benchmarks use it to show what a query touches. A
 call *reads a whole table* when it asks a record reader for every record (ids
 None), for a whole vector matrix (``vectors``), or for every synonym; a call
 *scans* when it reads one value per row of a kind (``similarity`` over every
-row, ``chunk_vertices`` of every row), as bare dense search does over the chunks.
+row, ``chunk_vertices`` or an ``attribute`` of every row), as bare dense search
+does over the chunks.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from ..types import (
 )
 from .base import Adjacency, GraphReader, GraphStore, GraphWriter
 
+_SCANS = ("similarity", "chunk_vertices", "attribute")
+
 
 @dataclass(frozen=True, slots=True)
 class Call:
@@ -57,17 +60,11 @@ class CountingReader(GraphReader):
 
     def whole_reads(self) -> list[Call]:
         """Calls that read every record of a kind."""
-        return [
-            c
-            for c in self.calls
-            if c.rows == -1 and c.method not in ("similarity", "chunk_vertices")
-        ]
+        return [c for c in self.calls if c.rows == -1 and c.method not in _SCANS]
 
     def scans(self) -> list[Call]:
         """Calls that read one value per row of a kind."""
-        return [
-            c for c in self.calls if c.rows == -1 and c.method in ("similarity", "chunk_vertices")
-        ]
+        return [c for c in self.calls if c.rows == -1 and c.method in _SCANS]
 
     def counts(self) -> dict[str, int]:
         self._log("counts", "", ())
@@ -170,13 +167,13 @@ class CountingReader(GraphReader):
         self._log("chunk_vertices", "chunks", rows)
         return self.inner.chunk_vertices(rows)
 
-    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
-        self._log("lookup_names", "entities", keys)
-        return self.inner.lookup_names(keys)
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        self._log("lookup", kind, keys)
+        return self.inner.lookup(kind, keys)
 
-    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self._log("entity_stats", "entities", rows)
-        return self.inner.entity_stats(rows)
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        self._log("attribute", f"{kind}.{name}", rows)
+        return self.inner.attribute(kind, name, rows)
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         self._log("relation_ids", "relations", edges)

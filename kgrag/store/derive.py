@@ -22,10 +22,13 @@ column-stochastic walk, CSC); ``relations.*`` (entity-entity path lengths,
 CSR, with the relation each pair stands for); ``mentions.*`` (chunk row ->
 entity rows); ``links.*`` (chunk row -> chunk rows it names by title) with
 ``link_in`` (how many passages name each one); ``title_entity`` (the entity a
-passage's title names, -1 none); ``entity_chunks`` (passages mentioning each
-entity); ``entity_degree``; ``half.<kind>.npy`` (half-precision vectors);
+passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
+(entities: ``chunks`` mentioning, ``degree``; communities: ``level``,
+``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the rows in
+hierarchy order); ``half.<kind>.npy`` (half-precision vectors);
 ``ann.<kind>.usearch`` (an HNSW index, for kinds of at least ``ann_min_rows``
-rows); ``names.sqlite``; ``serving.json`` (what was built, with what settings).
+rows); ``names.sqlite`` (entity names and report sentence texts -> rows);
+``serving.json`` (what was built, with what settings).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..ids import sentence_id
+from . import schema
 from .keys import (
     COOC,
     MAX_NAME_TOKENS,
@@ -50,7 +55,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 2
+SERVING_FORMAT = 3
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 ANN_KINDS = ("chunks", "entities", "facts", "sentences", "communities", "tree_nodes")
@@ -86,6 +91,8 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
         _save_links(out, titles, texts)
         _save_title_entity(out, titles, pairs, [r[1] for r in names], n_chunk)
         _save_names(out / "names.sqlite", names)
+        _save_sentences(out / "names.sqlite", db, ids["sentences"])
+        _save_communities(out, db, ids["communities"])
     finally:
         db.close()
     for kind in HALF_KINDS:
@@ -207,7 +214,7 @@ def _save_walk(
     np.save(out / "walk.data.npy", walk.data)
     np.save(out / "chunk_vertex.npy", chunk_vertex)
     degree = np.diff(adj.indptr)[: len(erow)]
-    np.save(out / "entity_degree.npy", degree.astype(np.int64))
+    np.save(out / "attr.entities.degree.npy", degree.astype(np.int64))
 
 
 def _save_relations(out: Path, db: sqlite3.Connection, erow: dict[str, int]) -> None:
@@ -239,6 +246,53 @@ def _save_relations(out: Path, db: sqlite3.Connection, erow: dict[str, int]) -> 
     np.save(out / "relations.ids.npy", np.array([r.encode() for r in rel_ids], dtype=f"S{width}"))
 
 
+def _save_communities(out: Path, db: sqlite3.Connection, ids: list[str]) -> None:
+    """Per community row: level, rating, members, its id's rank, and whether it is the
+    canonical copy (of communities with the same report and leaves, the finest, then
+    the lowest id); and the rows in hierarchy order (coarsest level first, then id)."""
+    found = {r[0]: schema.community(r) for r in db.execute("SELECT * FROM communities")}
+    rows = [found[i] for i in ids]  # a community vector always has its record
+    np.save(out / "attr.communities.level.npy", np.array([c.level for c in rows], dtype=np.int64))
+    np.save(
+        out / "attr.communities.rating.npy", np.array([c.rating for c in rows], dtype=np.float64)
+    )
+    np.save(
+        out / "attr.communities.size.npy", np.array([len(c.members) for c in rows], dtype=np.int64)
+    )
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
+    np.save(out / "attr.communities.id_rank.npy", rank)
+    seen: dict[tuple[str, tuple[str, ...]], int] = {}
+    for row, c in enumerate(rows):
+        key = (c.report.text(), c.leaves)
+        if key not in seen or (c.level, c.id) < (rows[seen[key]].level, rows[seen[key]].id):
+            seen[key] = row
+    canonical = np.zeros(len(ids), dtype=bool)
+    canonical[list(seen.values())] = True
+    np.save(out / "attr.communities.canonical.npy", canonical)
+    order = sorted(range(len(rows)), key=lambda r: (-rows[r].level, rows[r].id))
+    np.save(out / "attr.communities.hierarchy.npy", np.array(order, dtype=np.int64))
+
+
+def _save_sentences(path: Path, db: sqlite3.Connection, ids: list[str]) -> None:
+    """Sentence text (stripped, as a report quotes it) -> the first row of its vector."""
+    row_of = {sid: i for i, sid in enumerate(ids)}
+    sql = (
+        'SELECT s.chunk_id, s.idx, s.start, s."end", c.text FROM sentences s '
+        "JOIN chunks c ON c.id = s.chunk_id ORDER BY s.chunk_id, s.idx"
+    )
+    best: dict[str, int] = {}
+    for chunk_id, idx, start, end, text in db.execute(sql):
+        row = row_of.get(sentence_id(chunk_id, idx))
+        if row is not None:
+            best.setdefault(text[start:end].strip(), row)
+    out = sqlite3.connect(path)
+    out.execute("CREATE TABLE sentences (key TEXT PRIMARY KEY, row INTEGER) WITHOUT ROWID")
+    out.executemany("INSERT INTO sentences VALUES (?, ?)", sorted(best.items()))
+    out.commit()
+    out.close()
+
+
 def _save_entity_stats(
     out: Path, mentions: list[tuple[str, str, int]], erow: dict[str, int]
 ) -> None:
@@ -246,7 +300,7 @@ def _save_entity_stats(
     for e in {(e, c) for e, c, _ in mentions}:
         if e[0] in erow:
             counts[erow[e[0]]] += 1
-    np.save(out / "entity_chunks.npy", counts)
+    np.save(out / "attr.entities.chunks.npy", counts)
 
 
 def _chunk_titles(db: sqlite3.Connection, chunk_ids: list[str]) -> tuple[list[str], list[str]]:

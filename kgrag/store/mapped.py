@@ -175,14 +175,17 @@ class ServingFiles:
     def title_entity(self, rows: np.ndarray) -> np.ndarray:
         return np.asarray(self.array("title_entity")[np.asarray(rows, dtype=np.int64)])
 
-    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r = np.asarray(rows, dtype=np.int64)
-        return (
-            np.asarray(self.array("entity_chunks")[r]),
-            np.asarray(self.array("entity_degree")[r]),
-        )
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None) -> np.ndarray:
+        path = self.folder / f"attr.{kind}.{name}.npy"
+        if not path.exists():
+            raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
+        column = self.array(f"attr.{kind}.{name}")
+        return column if rows is None else np.asarray(column[np.asarray(rows, dtype=np.int64)])
 
-    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        table = {"entities": "names", "sentences": "sentences"}.get(kind)
+        if table is None:
+            raise InvalidParams(f"no lookup for {kind!r}", field="kind")
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
@@ -193,7 +196,8 @@ class ServingFiles:
             found: dict[str, int] = {}
             for i in range(0, len(wanted), 900):
                 batch = wanted[i : i + 900]
-                sql = f"SELECT key, row FROM names WHERE key IN ({','.join('?' * len(batch))})"
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT key, row FROM {table} WHERE key IN ({marks})"
                 found.update(self._names.execute(sql, batch).fetchall())
         return found
 

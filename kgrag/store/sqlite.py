@@ -490,11 +490,11 @@ class SQLiteGraphReader(GraphReader):
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
         return self.serving.chunk_vertices(rows)
 
-    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
-        return self.serving.lookup_names(keys)
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        return self.serving.lookup(kind, keys)
 
-    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.serving.entity_stats(rows)
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.serving.attribute(kind, name, rows)
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         return self.serving.relation_ids(edges)

@@ -81,14 +81,33 @@ def test_opening_and_a_local_search_read_no_whole_table(science_graph):
         assert res["hits"]
         engine.retrieve({"query": QUESTIONS[0], "k": 5, "mode": "hybrid"})
         assert opened.whole_reads() == []
+        calls = opened.per_method()
+        assert calls["adjacency"] >= 3 and calls["lookup"] == 1
         # the one per-row read a local search makes is the dense similarity over the
         # chunks (as bare dense search does) and the chunk vertices (read once)
         assert {(c.method, c.kind) for c in opened.scans()} == {
             ("similarity", "chunks"),
             ("chunk_vertices", "chunks"),
         }
-        calls = opened.per_method()
-        assert calls["adjacency"] >= 3 and calls["lookup_names"] == 1
+
+
+def test_global_and_drift_read_no_whole_table(science_graph):
+    """Global search scans community attributes (a level's rows) and reads the records
+    of the reports it returns; DRIFT adds local searches."""
+    engine, store = _counting_engine(science_graph)
+    with engine:
+        res = engine.graph({"op": "global", "query": QUESTIONS[0], "k": 3})
+        assert res["communities"] and res["summary"]
+        engine.graph({"op": "drift", "query": QUESTIONS[0], "k": 5})
+        engine.retrieve({"query": QUESTIONS[0], "k": 5, "unit": "community"})
+        opened = store.readers[0]
+        assert opened.whole_reads() == []
+        assert {c.kind for c in opened.scans()} <= {
+            "chunks",
+            "communities.level",
+            "communities.size",
+            "communities.canonical",
+        }
 
 
 def test_the_neighbors_op_reads_the_whole_graph_once(science_graph):
