@@ -20,6 +20,7 @@ from . import embed
 from .community_repair import repair_communities
 from .graph import assemble
 from .resolve import Resolution
+from .steps import run_tree
 from .tree_repair import repair_tree
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -336,6 +337,5 @@ def _tree(
     )
     if tree or not all_chunks:
         return tree
-    from .pipeline import run_tree  # the pipeline imports this module's callers
 
     return run_tree(all_chunks, chunk_matrix, c)

@@ -28,6 +28,7 @@ from .commit import commit_with
 from .merge import Snapshot, merge, prune
 from .progress import Stages
 from .resolve import resolve
+from .steps import BuildReport, batched, build_meta, fingerprint, run_extract, spanned
 
 __all__ = ["UpdateResult", "apply_update", "documents_from_params"]
 
@@ -139,8 +140,6 @@ def _grow(
     stages: Stages,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Parse the new documents and merge them into ``kept``; records, vectors, meta."""
-    from .pipeline import _batched, _fingerprint, _meta, _spanned, BuildReport, run_extract  # noqa: I001 - cycle
-
     with stages.stage("chunk"):
         chunks = make_chunks(
             new_docs,
@@ -149,7 +148,7 @@ def _grow(
             split=flags[0],
             contextual=flags[1],
         )
-    encode = _batched(encoder, lambda _n: None)
+    encode = batched(encoder, lambda _n: None)
     with stages.stage("extract"):
         ex = run_extract(chunks, new_docs, c)
     with stages.stage("resolve"):
@@ -160,17 +159,17 @@ def _grow(
             synonym_threshold=c.resolve.synonym_threshold,
             synonym_k=c.resolve.synonym_k,
         )
-        spanned = _spanned(encoder, lambda _n: None)
-        chunk_vecs = embed.embed_chunks(spanned, chunks, res.sentences) if chunks else None
+        encode_spans = spanned(encoder, lambda _n: None)
+        chunk_vecs = embed.embed_chunks(encode_spans, chunks, res.sentences) if chunks else None
     with stages.stage("repair"):
         records, vectors = merge(kept, chunks, chunk_vecs, res, encode, c, encoder.token_counts)
     records["documents"] = docs
     report = BuildReport(graph="")
     report.counts = {k: len(v) for k, v in records.items()}
-    meta = _meta(c, encoder, report)
+    meta = build_meta(c, encoder, report)
     meta["communities_per_level"] = _per_level(records["communities"])
     meta["tree_nodes_per_level"] = _per_level(records["tree_nodes"])
-    meta["fingerprint"] = _fingerprint(docs, c)
+    meta["fingerprint"] = fingerprint(docs, c)
     return records, vectors, meta
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .transform import _NOT_NAMES, _WH_TAGS, _dedupe, _wordset, find_entities
+from .spans import _NOT_NAMES, _WH_TAGS, _dedupe, _wordset, find_entities
 
 _AGE_WORDS = frozenset(("older", "oldest", "younger", "youngest"))
 

@@ -8,11 +8,13 @@ query names. Nothing is random: the same query, pipeline and graph give the same
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParams, Unsupported
+from .decompose import decompose
+from .spans import _WH_TAGS, _dedupe, find_entities
 
 #: given surface names of entities found in the query, short fact sentences, best first
 FactLookup = Callable[[Sequence[str]], list[str]]
@@ -20,21 +22,13 @@ FactLookup = Callable[[Sequence[str]], list[str]]
 METHODS: tuple[str, ...] = ("rewrite", "hyde", "multi-query", "decompose", "step-back")
 
 
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 HYDE_FACTS = 5
-_NOT_NAMES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME", "DATE"})
 _TYPE_WORDS = {
     "PERSON": "a person", "ORG": "an organization", "GPE": "a place", "LOC": "a place",
     "FAC": "a building", "NORP": "a group", "WORK_OF_ART": "a work", "EVENT": "an event",
     "PRODUCT": "a product", "LAW": "a law", "LANGUAGE": "a language", "QUOTE": "a title",
 }  # fmt: skip
 _KEEP_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
-_WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
-_EDGE_POS = frozenset({"AUX", "ADP", "PUNCT", "CCONJ", "SCONJ", "PRON", "PART", "VERB"})
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,61 +59,8 @@ def transform(query: str, method: str, *, nlp: Any, facts: FactLookup, n: int = 
     if method == "multi-query":
         return Transformed(_multi_query(doc, nlp, n))
     if method == "decompose":
-        from .decompose import decompose
-
         return Transformed(tuple(decompose(query, nlp, n)))
     return Transformed(_step_back(doc, n))
-
-
-# --- entities and keywords ---------------------------------------------------------------
-
-
-def find_entities(doc: Any) -> list[tuple[int, int, str]]:
-    """Named things in ``doc`` as (start_char, end_char, label), in reading order.
-
-    NER spans (not numbers or dates), noun chunks headed by a proper noun and quoted
-    strings; overlaps keep the longest span.
-    """
-    spans = [(*_trim(e), e.label_) for e in doc.ents if e.label_ not in _NOT_NAMES]
-    for chunk in doc.noun_chunks:
-        if chunk.root.pos_ == "PROPN" and not any(t.pos_ in ("CCONJ", "PUNCT") for t in chunk):
-            toks = [t for t in chunk if not (t.i == chunk.start and t.pos_ in ("DET", "PRON"))]
-            if toks:
-                spans.append((toks[0].idx, toks[-1].idx + len(toks[-1]), ""))
-    run: list[Any] = []
-    for tok in [*doc, None]:
-        if tok is not None and tok.pos_ == "PROPN":
-            run.append(tok)
-            continue
-        if run:
-            spans.append((run[0].idx, run[-1].idx + len(run[-1]), ""))
-        run = []
-    for m in _QUOTED.finditer(doc.text):
-        start = m.start(1) if m.group(1) is not None else m.start(2)
-        spans.append((start, m.end() - 1, "QUOTE"))
-    kept: list[tuple[int, int, str]] = []
-    for s, e, label in sorted(spans, key=lambda x: (x[0] - x[1], x[0])):
-        s, e = _strip_possessive(doc.text, s, e)
-        if e > s and all(e <= ks or s >= ke for ks, ke, _ in kept):
-            kept.append((s, e, label))
-    return sorted(kept)
-
-
-def _trim(span: Any) -> tuple[int, int]:
-    """The character range of an entity without the function words NER sometimes takes in."""
-    toks = list(span)
-    while toks and (toks[0].pos_ in _EDGE_POS or toks[0].tag_ in _WH_TAGS):
-        toks.pop(0)
-    while toks and toks[-1].pos_ in _EDGE_POS:
-        toks.pop()
-    return (toks[0].idx, toks[-1].idx + len(toks[-1])) if toks else (0, 0)
-
-
-def _strip_possessive(text: str, start: int, end: int) -> tuple[int, int]:
-    """Drop a trailing 's or ' and surrounding spaces from a character span."""
-    span = text[start:end]
-    span = re.sub(r"\s*('s|’s|')$", "", span)
-    return start, start + len(span.rstrip())
 
 
 def rewrite(doc: Any) -> str:
@@ -141,18 +82,6 @@ def rewrite(doc: Any) -> str:
 def _lemma(tok: Any) -> str:
     """The lemma, except 'born', whose lemma 'bear' would mislead retrieval."""
     return "born" if tok.lower_ == "born" else tok.lemma_
-
-
-def _dedupe(items: Iterable[str]) -> list[str]:
-    """Items without case-insensitive repeats or blanks, first occurrence kept."""
-    seen: set[str] = set()
-    out = []
-    for item in items:
-        key = item.strip().casefold()
-        if key and key not in seen:
-            seen.add(key)
-            out.append(item.strip())
-    return out
 
 
 # --- hyde, multi-query, step-back --------------------------------------------------------
@@ -184,8 +113,6 @@ def _multi_query(doc: Any, nlp: Any, n: int) -> tuple[str, ...]:
         span = doc.char_span(s, e, alignment_mode="expand")
         variants.append(" ".join(_dedupe([doc.text[s:e], _governor(span), focus])))
     if len(_dedupe(variants)) < n:
-        from .decompose import decompose
-
         variants += decompose(doc.text, nlp, n)
     return tuple(_dedupe(variants)[:n])
 

@@ -8,15 +8,48 @@ own part: idempotency keys on index/add, progress frames, catalog/list.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from ..errors import InvalidParams
 from ..retrieval.params import validate
+from .graphs import Graphs
 
-if TYPE_CHECKING:
-    from .protocol import Call, Context, Rcp
+
+class Rcp(Protocol):
+    """What a method reads of the server (:class:`kgrag.server.protocol.Rcp`)."""
+
+    @property
+    def graphs(self) -> Graphs: ...
+
+    def capabilities(self, name: str) -> dict[str, Any]: ...
+
+
+class Call(Protocol):
+    """What a method reads of its call (:class:`kgrag.server.protocol.Call`)."""
+
+    @property
+    def graph(self) -> str: ...
+
+    @property
+    def params(self) -> Any: ...
+
+    def progress(
+        self,
+        stage: str,
+        progress: float,
+        message: str | None = None,
+        partial: dict[str, Any] | None = None,
+    ) -> None: ...
+
+
+class Context(Protocol):
+    """What a method reads of the sender (:class:`kgrag.server.protocol.Context`)."""
+
+    @property
+    def base_url(self) -> str | None: ...
+
 
 #: index/add results remembered per graph for ``_meta.idempotencyKey``
 IDEMPOTENCY_KEYS = 1024

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KgragError, NotFound
+from . import methods
 from .graphs import LOG_LEVELS, Graphs
 
 log = logging.getLogger("kgrag.server")
@@ -253,8 +254,6 @@ class Rcp:
     """The protocol engine of one server: the graphs it serves and its workers."""
 
     def __init__(self, graphs: Graphs, *, transport: str, limits: Limits | None = None) -> None:
-        from . import methods
-
         self.graphs = graphs
         self.transport = transport
         self.limits = limits or Limits()
