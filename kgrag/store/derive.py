@@ -44,6 +44,7 @@ import scipy.sparse as sp
 
 from ..ids import sentence_id
 from . import schema
+from .base import VECTOR_KINDS
 from .keys import (
     COOC,
     MAX_NAME_TOKENS,
@@ -58,7 +59,9 @@ SERVING = "serving"
 SERVING_FORMAT = 3
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
-ANN_KINDS = ("chunks", "entities", "facts", "sentences", "communities", "tree_nodes")
+#: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
+#: others are ranked within a known set of rows (a community level) or looked up
+ANN_KINDS = ("chunks", "entities", "facts")
 
 
 def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str, Any]:
@@ -67,7 +70,7 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
     out.mkdir(exist_ok=True)
     db = sqlite3.connect(f"file:{folder / 'graph.sqlite'}?mode=ro", uri=True)
     try:
-        ids = {k: _vector_ids(db, k) for k in ANN_KINDS}
+        ids = {k: _vector_ids(db, k) for k in VECTOR_KINDS}
         for kind, values in ids.items():
             _save_ids(out, kind, values)
         entity_ids, chunk_ids = ids["entities"], ids["chunks"]
