@@ -25,7 +25,8 @@ entity rows); ``links.*`` (chunk row -> chunk rows it names by title) with
 passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
 (entities: ``chunks`` mentioning, ``degree``; communities: ``level``,
 ``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the rows in
-hierarchy order); ``half.<kind>.npy`` (half-precision vectors);
+hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
+kinds without an ANN index);
 ``ann.<kind>.usearch`` (an HNSW index, for kinds of at least ``ann_min_rows``
 rows); ``names.sqlite`` (entity names and report sentence texts -> rows);
 ``serving.json`` (what was built, with what settings).
@@ -56,7 +57,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 3
+SERVING_FORMAT = 4
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 #: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
@@ -98,12 +99,13 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
         _save_communities(out, db, ids["communities"])
     finally:
         db.close()
-    for kind in HALF_KINDS:
-        matrix = _matrix(folder, kind)
-        np.save(out / f"half.{kind}.npy", np.ascontiguousarray(matrix, dtype=np.float16))
     ann = [k for k in ANN_KINDS if ann_min_rows > 0 and len(ids[k]) >= ann_min_rows]
     for kind in ann:
         build_ann(_matrix(folder, kind), out / f"ann.{kind}.usearch")
+    for kind in HALF_KINDS:  # the scan of a kind without an index (the index holds f16)
+        if kind not in ann:
+            matrix = _matrix(folder, kind)
+            np.save(out / f"half.{kind}.npy", np.ascontiguousarray(matrix, dtype=np.float16))
     meta = {
         "format": SERVING_FORMAT,
         "walk_weights": WALK_WEIGHTS,
