@@ -26,6 +26,7 @@ from ..ids import content_id
 from . import state
 from .feedback import sink_hits
 from .params import parse_params, validate
+from .units import prefetch
 
 OPS = ("local", "global", "drift", "communities", "neighbors")
 #: hit units ``local`` returns, in this order, unless ``unit`` picks some
@@ -287,8 +288,10 @@ class GraphOps:
         hits: list[dict[str, Any]] = []
         if "chunk" in units:
             source = self.r.sources["chunk"]
-            row_of = self.row_of(source.unit)
+            ids = [c for c, _ in found.passages]
+            row_of = dict(zip(ids, self.r.reader.rows("chunks", ids).tolist(), strict=True))
             ranked = {row_of[c]: s for c, s in found.passages}
+            prefetch(source, list(ranked))
             for cid, score in found.passages:
                 hit = self.r._hit(plan, source, row_of[cid], score, found.dense, {"local": ranked})
                 hit["provenance"] = explained[cid].to_wire()

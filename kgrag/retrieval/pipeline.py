@@ -26,7 +26,7 @@ from ..text import cached_tokens
 from . import feedback as fb
 from . import filters, stages, state
 from .params import RetrieveParams, parse_params
-from .units import UNITS, Source, canonical_rows, load_sources
+from .units import UNITS, Source, canonical_rows, load_sources, prefetch
 
 MODES = ("dense", "sparse", "hybrid")
 FUSIONS = ("rrf", "weighted")
@@ -442,6 +442,7 @@ class Retriever:
                 plan.rerank, cross_encoder_model=self.config.cross_encoder, encoder=self.encoder
             )
         head = ranked[: plan.top_n]
+        prefetch(source, [r for r, _ in head])
         values = self._rerankers[plan.rerank].score(
             plan.query, [source.items[r].text for r, _ in head]
         )
@@ -497,6 +498,7 @@ class Retriever:
             key = state.request_key(raw if isinstance(raw, dict) else plan.p.model_dump())
             offset = state.read_cursor(plan.p.cursor, key, self.reader.index_version)
         rest = ranked[offset:]
+        prefetch(source, [r for r, _ in rest[: plan.k]])
         texts = [source.items[r].text for r, _ in rest[: plan.k]]
         n = stages.pack(texts, [cached_tokens(t) for t in texts], plan.k, plan.p.tokenBudget)
         hits = [self._hit(plan, source, r, s, dense, scores) for r, s in rest[:n]]

@@ -192,6 +192,12 @@ class Sources(Mapping[str, Source]):
         return len(SOURCE_UNITS)
 
 
+def prefetch(source: Source, rows: Sequence[int]) -> None:
+    """Build the items of ``rows`` in one batch where the source builds them lazily."""
+    if isinstance(source.items, LazyItems):
+        source.items.prefetch(rows)
+
+
 def load_sources(reader: GraphReader) -> Sources:
     """Every unit's source for one graph version (built as first used)."""
     return Sources(reader)

@@ -3,9 +3,10 @@
 An FTS5 ``MATCH "a" OR "b" ...`` query with ``bm25()`` decodes and scores
 every matching row in SQLite's virtual machine: 1.6 ms at p50 for a question
 over 2Wiki's 7k chunks, where questions share common words ("film", "born") with
-thousands of rows. :class:`Postings` reads the index's postings once (through
-the ``fts5vocab`` table, so the terms are exactly the index's own tokens) and
-scores a query with numpy: 0.22 ms for the same questions.
+thousands of rows. :class:`Postings` reads the index's postings once, when the
+version is written (through the ``fts5vocab`` table, so the terms are exactly
+the index's own tokens), stores them as arrays a reader maps, and scores a query
+with numpy from the postings of its own terms.
 
 Scores are SQLite's to the bit: FTS5's formula (``fts5_aux.c``) with its
 constants, evaluated in the same order in double precision::
@@ -21,10 +22,12 @@ word that becomes more than one token (a phrase) is left to SQLite.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -33,10 +36,28 @@ _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
 
 class Postings:
-    """The postings of one FTS5 table, in memory."""
+    """The postings of one FTS5 table: built from the index at commit
+    (:meth:`build`), saved beside the version (:meth:`save`) and opened by memory
+    map (:meth:`open`). Documents are numbered 0..n-1 in FTS rowid order."""
 
-    def __init__(self, db: sqlite3.Connection, fts: str) -> None:
-        self.rowids = np.array(
+    def __init__(
+        self,
+        terms: np.ndarray,
+        indptr: np.ndarray,
+        docs: np.ndarray,
+        tf: np.ndarray,
+        length: np.ndarray,
+        avgdl: float,
+    ) -> None:
+        self.terms = terms  # sorted utf-8 terms, fixed width
+        self.indptr, self.docs, self.tf = indptr, docs, tf  # postings of term i: a slice
+        self.length, self.avgdl = length, avgdl  # tokens per document, their mean
+
+    @classmethod
+    def build(cls, db: sqlite3.Connection, fts: str) -> tuple[Postings, np.ndarray]:
+        """The postings of table ``fts`` (through its ``fts5vocab`` table, so the terms
+        are the index's own tokens) and the FTS rowid of each document."""
+        rowids = np.array(
             [r[0] for r in db.execute(f"SELECT id FROM {fts}_docsize ORDER BY id")], dtype=np.int64
         )
         vocab = f"kgrag_vocab_{fts}"
@@ -50,38 +71,63 @@ class Postings:
             term_of.append(terms.setdefault(term, len(terms)))
             doc_of.append(doc)
         db.execute(f"DROP TABLE temp.{vocab}")
-        self.terms = terms
-        docs = np.searchsorted(self.rowids, np.array(doc_of, dtype=np.int64))
-        n = len(self.rowids)
-        self.length = np.bincount(docs, minlength=n).astype(np.float64)  # tokens per row
-        self.avgdl = float(self.length.sum()) / n if n else 1.0
+        n = len(rowids)
+        docs = np.searchsorted(rowids, np.array(doc_of, dtype=np.int64))
+        length = np.bincount(docs, minlength=n).astype(np.int64)
+        encoded = [t.encode() for t in terms]
+        order = np.argsort(np.array(encoded, dtype=object), kind="stable")  # terms by bytes
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
         pairs, tf = np.unique(
-            np.array(term_of, dtype=np.int64) * max(n, 1) + docs, return_counts=True
+            rank[np.array(term_of, dtype=np.int64)] * max(n, 1) + docs, return_counts=True
         )
-        self.indptr = np.searchsorted(pairs // max(n, 1), np.arange(len(terms) + 1))
-        self.docs = pairs % max(n, 1)
-        self.tf = tf.astype(np.float64)
+        width = max((len(e) for e in encoded), default=1)
+        sorted_terms = np.array([encoded[i] for i in order], dtype=f"S{width}")
+        indptr = np.searchsorted(pairs // max(n, 1), np.arange(len(terms) + 1))
+        avgdl = float(length.sum()) / n if n else 1.0
+        postings = cls(sorted_terms, indptr, pairs % max(n, 1), tf.astype(np.int64), length, avgdl)
+        return postings, rowids
+
+    def save(self, folder: Path, name: str) -> None:
+        for part in ("terms", "indptr", "docs", "tf", "length"):
+            np.save(folder / f"bm25.{name}.{part}.npy", getattr(self, part))
+        (folder / f"bm25.{name}.json").write_text(json.dumps({"avgdl": self.avgdl}))
+
+    @classmethod
+    def open(cls, folder: Path, name: str) -> Postings:
+        def part(p: str) -> np.ndarray:
+            return np.load(folder / f"bm25.{name}.{p}.npy", mmap_mode="r").view(np.ndarray)
+
+        avgdl = float(json.loads((folder / f"bm25.{name}.json").read_text())["avgdl"])
+        return cls(part("terms"), part("indptr"), part("docs"), part("tf"), part("length"), avgdl)
 
     def scores(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Rows matching any of ``tokens`` (one phrase each, in query order) and their
-        BM25 scores (positive: SQLite's ``-bm25()``)."""
-        n = len(self.rowids)
-        score = np.zeros(n)
-        matched = np.zeros(n, dtype=bool)
+        """Documents matching any of ``tokens`` (one phrase each, in query order) and
+        their BM25 scores (positive: SQLite's ``-bm25()``); reads those postings only."""
+        n = len(self.length)
+        found_docs, found_scores = [], []
         for token in tokens:
-            t = self.terms.get(token)
-            if t is None:
+            key = token.encode()
+            t = int(np.searchsorted(self.terms, key)) if len(self.terms) else 0
+            if t >= len(self.terms) or len(key) > self.terms.dtype.itemsize:
                 continue
-            a, b = self.indptr[t], self.indptr[t + 1]
-            docs, f = self.docs[a:b], self.tf[a:b]
+            if self.terms[t] != key:
+                continue
+            a, b = int(self.indptr[t]), int(self.indptr[t + 1])
+            docs, f = np.asarray(self.docs[a:b]), np.asarray(self.tf[a:b], dtype=np.float64)
             idf = math.log((n - (b - a) + 0.5) / ((b - a) + 0.5))
             idf = idf if idf > 0.0 else 1e-6
-            score[docs] += idf * (
-                (f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * self.length[docs] / self.avgdl))
+            d = np.asarray(self.length[docs], dtype=np.float64)
+            found_docs.append(docs)
+            found_scores.append(
+                idf * ((f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * d / self.avgdl)))
             )
-            matched[docs] = True
-        rows = np.flatnonzero(matched)
-        return self.rowids[rows], score[rows]
+        if not found_docs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        docs = np.concatenate(found_docs)
+        rows, inverse = np.unique(docs, return_inverse=True)
+        # summed per document in query order, as SQLite sums its phrases
+        return rows, np.bincount(inverse, weights=np.concatenate(found_scores), minlength=len(rows))
 
 
 class QueryTokenizer:

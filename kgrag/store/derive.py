@@ -28,7 +28,9 @@ passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
 hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
 kinds without an ANN index);
 ``ann.<kind>.usearch`` (an HNSW index, for kinds of at least ``ann_min_rows``
-rows); ``names.sqlite`` (entity names and report sentence texts -> rows);
+rows); ``bm25.<kind>.*`` (the postings of a full-text index: sorted terms,
+their documents and counts, document lengths; the record id of each document);
+``names.sqlite`` (entity names and report sentence texts -> rows);
 ``serving.json`` (what was built, with what settings).
 """
 
@@ -46,6 +48,7 @@ import scipy.sparse as sp
 from ..ids import sentence_id
 from . import schema
 from .base import VECTOR_KINDS
+from .bm25 import Postings
 from .keys import (
     COOC,
     MAX_NAME_TOKENS,
@@ -57,7 +60,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 4
+SERVING_FORMAT = 5
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 #: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
@@ -97,6 +100,8 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
         _save_names(out / "names.sqlite", names)
         _save_sentences(out / "names.sqlite", db, ids["sentences"])
         _save_communities(out, db, ids["communities"])
+        for kind, (fts, table, key) in schema.FTS.items():
+            _save_postings(out, db, kind, fts, table, key)
     finally:
         db.close()
     ann = [k for k in ANN_KINDS if ann_min_rows > 0 and len(ids[k]) >= ann_min_rows]
@@ -277,6 +282,17 @@ def _save_communities(out: Path, db: sqlite3.Connection, ids: list[str]) -> None
     np.save(out / "attr.communities.canonical.npy", canonical)
     order = sorted(range(len(rows)), key=lambda r: (-rows[r].level, rows[r].id))
     np.save(out / "attr.communities.hierarchy.npy", np.array(order, dtype=np.int64))
+
+
+def _save_postings(
+    out: Path, db: sqlite3.Connection, kind: str, fts: str, table: str, key: str
+) -> None:
+    """BM25 postings of one full-text index, and the record id of each document."""
+    postings, rowids = Postings.build(db, fts)
+    postings.save(out, kind)
+    found = dict(db.execute(f"SELECT {key}, id FROM {table}"))
+    ids = [found[int(r)].encode() for r in rowids]
+    np.save(out / f"bm25.{kind}.ids.npy", np.array(ids, dtype=f"S{max(map(len, ids), default=1)}"))
 
 
 def _save_sentences(path: Path, db: sqlite3.Connection, ids: list[str]) -> None:

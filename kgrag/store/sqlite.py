@@ -295,7 +295,6 @@ class SQLiteGraphReader(GraphReader):
             raise StoreError(f"{folder}: cannot open graph.sqlite: {exc}") from exc
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
-        self._fts_rows: dict[str, dict[int, str]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = _stop_words()
         try:
@@ -414,21 +413,22 @@ class SQLiteGraphReader(GraphReader):
         if not terms or k <= 0:
             return []
         words = list(dict.fromkeys(terms))
-        with self._lock:  # the postings are read through this connection, once
+        with self._lock:  # the query's words are tokenized through this connection
             if kind not in self._postings:
                 fts = schema.FTS[kind][0]
-                self._postings[kind] = (Postings(self.db, fts), QueryTokenizer(self.db, fts))
+                postings = Postings.open(self.serving.folder, kind)
+                self._postings[kind] = (postings, QueryTokenizer(self.db, fts))
             postings, tokenizer = self._postings[kind]
             tokens = tokenizer.tokens(words)
         if any(len(t) != 1 for t in tokens):  # a word that is a phrase: SQLite matches it
             return self._fts_search(words, k, kind)
-        rowids, scores = postings.scores([t[0] for t in tokens])
+        docs, scores = postings.scores([t[0] for t in tokens])
         if len(scores) > k:  # the best k, and every row tied with the k-th: ids break ties
             keep = scores >= np.partition(scores, len(scores) - k)[len(scores) - k]
-            rowids, scores = rowids[keep], scores[keep]
-        ids = self._fts_ids(kind)
-        found = zip(rowids.tolist(), scores.tolist(), strict=True)
-        return sorted(((ids[r], s) for r, s in found if r in ids), key=lambda x: (-x[1], x[0]))[:k]
+            docs, scores = docs[keep], scores[keep]
+        ids = self.serving.array(f"bm25.{kind}.ids")[docs].tolist()
+        found = zip((i.decode() for i in ids), scores.tolist(), strict=True)
+        return sorted(found, key=lambda x: (-x[1], x[0]))[:k]
 
     def _fts_search(self, words: list[str], k: int, kind: str) -> list[tuple[str, float]]:
         """The same search run by SQLite's FTS5 ``bm25()``."""
@@ -446,19 +446,12 @@ class SQLiteGraphReader(GraphReader):
         while len(found) == limit and found[-1][1] == found[k - 1][1]:
             limit *= 2
             found = self._rows(sql, (match, limit))
-        ids = self._fts_ids(kind)
+        _, table, key = schema.FTS[kind]
+        ids = dict(self._by_ids(f"SELECT {key}, id FROM {table}", key, [r for r, _ in found]))
         hits = sorted(
             ((ids[r], float(s)) for r, s in found if r in ids), key=lambda x: (-x[1], x[0])
         )
         return hits[:k]
-
-    def _fts_ids(self, kind: str) -> dict[int, str]:
-        """Record id of each full-text rowid of ``kind`` (read once per version)."""
-        if kind not in self._fts_rows:
-            _, table, key = schema.FTS[kind]
-            rows = self._rows(f"SELECT {key}, id FROM {table}")
-            self._fts_rows[kind] = {int(r[0]): r[1] for r in rows}
-        return self._fts_rows[kind]
 
     # -- the query side (the serving files) ------------------------------------------------
 
