@@ -217,7 +217,8 @@ def ann_nearest(
     wide = min(len(matrix), max(_MIN_CANDIDATES, _ANN_EXPANSION * k))
     found = index.search(q, wide, threads=1)
     keys = np.atleast_2d(found.keys)
-    counts = np.atleast_1d(found.counts)
+    # one query gives usearch's Matches (keys found, no counts), several BatchMatches
+    counts = np.atleast_1d(found.counts) if hasattr(found, "counts") else [keys.shape[1]]
     out = []
     for i, vec in enumerate(q):
         rows = np.sort(keys[i][: int(counts[i])].astype(np.int64))

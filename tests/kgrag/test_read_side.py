@@ -134,6 +134,8 @@ def test_ann_finds_what_the_exact_search_finds(science_graph, tmp_path):
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     for kind in ("chunks", "entities", "facts"):
         assert approx.nearest(kind, queries, 5) == exact.nearest(kind, queries, 5)
+    with kgrag.open(ann) as engine:  # every search through the indexes: the same answers
+        _same(_answers(engine), json.loads(GOLDEN.read_text()))
 
 
 def test_ann_recall_on_a_generated_matrix(tmp_path):
@@ -161,6 +163,10 @@ def test_ann_recall_on_a_generated_matrix(tmp_path):
         assert recall >= 0.99, (k, recall)
         for g in got:  # exact float32 scores, best first
             assert [s for _, s in g] == sorted((s for _, s in g), reverse=True)
+    for q in queries[:20]:  # one query at a time, as local search asks (1-d and 1-row)
+        want = stores["exact"].nearest("facts", q, 5)
+        assert stores["ann"].nearest("facts", q, 5) == want
+        assert stores["ann"].nearest("facts", q[None, :], 5) == want
 
 
 @pytest.mark.parametrize("point", ["after-derive"])
