@@ -32,6 +32,9 @@ _MAX_HOPS = 3
 #: the search for a far passage stops after settling this many entities (2Wiki: a
 #: passage not reached by then lies beyond hubs that would explain nothing)
 _MAX_REACHED = 5_000
+_MAX_OFFERS = 20_000  # edges that search follows
+#: an entity with more relations than this is a hub: paths end there, not go through
+_HUB_DEGREE = 500
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
 
 
@@ -178,11 +181,15 @@ class PathFinder:
         ``via_seed`` as :meth:`_one_edge` gives them), into ``dist`` and ``pred``; ties
         go to the lower middle row."""
         second = self.reader.adjacency("relations", np.array(ends, dtype=np.int64))
+        keys = np.array(sorted(near), dtype=np.int64)
+        values = np.array([near[x] for x in keys.tolist()] + [np.inf])
         for j, end in enumerate(ends):
-            mids = second.indices[second.indptr[j] : second.indptr[j + 1]]
+            mids = second.indices[second.indptr[j] : second.indptr[j + 1]].astype(np.int64)
             if not len(mids):
                 continue
-            to_mid = np.array([near.get(int(m), np.inf) for m in mids.tolist()])
+            at = np.minimum(np.searchsorted(keys, mids), max(len(keys) - 1, 0))
+            hit = keys[at] == mids if len(keys) else np.zeros(len(mids), dtype=bool)
+            to_mid = np.where(hit, values[at], np.inf)
             total = to_mid + second.data[second.indptr[j] : second.indptr[j + 1]]
             best = int(np.argmin(total))
             if np.isfinite(total[best]) and total[best] < dist.get(end, np.inf):
@@ -197,14 +204,18 @@ class PathFinder:
         multiples of 0.5, so every round settles one length exactly), reading the
         adjacency of one round's vertices at a time, up to the length limit, or until
         a member of every group in ``groups`` is settled, or after :data:`_MAX_REACHED`
-        entities. Of equally short paths, the one from the better seed wins, then the one
-        through the lower row."""
+        entities, or before a round that would follow more than :data:`_MAX_OFFERS`
+        edges in all. A path does not pass through an
+        entity of more than :data:`_HUB_DEGREE` relations (a seed excepted). Of equally
+        short paths, the one from the better seed wins, then the one through the lower
+        row."""
         dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
         pred: dict[int, int] = dict.fromkeys(seeds, -9999)
         root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
         settled: set[int] = set()
         pending = {0.0: set(seeds)}
         limit = _MAX_HOPS * _COOC_LENGTH
+        offers = 0
         while pending:
             length = min(pending)
             if length > limit:
@@ -216,12 +227,18 @@ class PathFinder:
             if len(settled) > _MAX_REACHED:  # the rest is too far to explain anything
                 break
             adj = self.reader.adjacency("relations", np.array(batch, dtype=np.int64))
-            u = np.repeat(np.array(batch, dtype=np.int64), np.diff(adj.indptr))
+            degree = np.diff(adj.indptr)
+            u = np.repeat(np.array(batch, dtype=np.int64), degree)
             v, d = adj.indices.astype(np.int64), length + adj.data
             rank = np.array([root[x] for x in batch], dtype=np.int64)[
-                np.repeat(np.arange(len(batch)), np.diff(adj.indptr))
+                np.repeat(np.arange(len(batch)), degree)
             ]
-            keep = d <= limit
+            # a hub (a concept hundreds of entities co-occur with) is an end, not a way
+            through = np.repeat((degree <= _HUB_DEGREE) | (length == 0), degree)
+            keep = (d <= limit) & through
+            offers += int(keep.sum())
+            if offers > _MAX_OFFERS and length > 0:  # this round would read too far
+                break
             # the best offer to each vertex: shortest, then from the better seed, lower row
             order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
             v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
