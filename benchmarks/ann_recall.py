@@ -67,7 +67,7 @@ def main() -> int:
                 exact = reader.nearest(kind, queries, k)
                 exact_ms = (time.perf_counter() - started) / len(queries) * 1000
                 started = time.perf_counter()
-                approx = ann_nearest(index, matrix, queries, k)
+                approx = ann_nearest(index, matrix.__getitem__, len(matrix), queries, k)
                 ann_ms = (time.perf_counter() - started) / len(queries) * 1000
                 hit = [
                     len({r for r, _ in a} & {r for r, _ in e}) / max(1, len(e))

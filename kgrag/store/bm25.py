@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .maps import map_array
+
 _K1, _B = 1.2, 0.75
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
@@ -96,7 +98,7 @@ class Postings:
     @classmethod
     def open(cls, folder: Path, name: str) -> Postings:
         def part(p: str) -> np.ndarray:
-            return np.load(folder / f"bm25.{name}.{p}.npy", mmap_mode="r").view(np.ndarray)
+            return map_array(folder / f"bm25.{name}.{p}.npy")
 
         avgdl = float(json.loads((folder / f"bm25.{name}.json").read_text())["avgdl"])
         return cls(part("terms"), part("indptr"), part("docs"), part("tf"), part("length"), avgdl)
