@@ -26,7 +26,7 @@ passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
 (entities: ``chunks`` mentioning, ``degree``; communities: ``level``,
 ``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the rows in
 hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
-kinds without an ANN index);
+kinds without an ANN index (an index holds its own quantised copy));
 ``ann.<kind>.usearch`` (an HNSW index, for kinds of at least ``ann_min_rows``
 rows); ``bm25.<kind>.*`` (the postings of a full-text index: sorted terms,
 their documents and counts, document lengths; the record id of each document);
@@ -60,7 +60,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 5
+SERVING_FORMAT = 6
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 #: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
@@ -123,12 +123,14 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
 
 
 def build_ann(matrix: np.ndarray, path: Path) -> None:
-    """An HNSW index (usearch, inner product on unit vectors, half precision) of the
-    rows of ``matrix``, keyed by row."""
+    """An HNSW index (usearch, inner product on unit vectors, 8-bit quantised) of the
+    rows of ``matrix``, keyed by row. Built on one thread, so the same vectors give the
+    same index. 2Wiki facts, recall of the exact top 5 after exact re-scoring: 0.992
+    (half precision: 0.993, 1.7x the bytes)."""
     from usearch.index import Index
 
     index = Index(
-        ndim=matrix.shape[1], metric="ip", dtype="f16", connectivity=16, expansion_add=128
+        ndim=matrix.shape[1], metric="ip", dtype="i8", connectivity=16, expansion_add=128
     )
     if len(matrix):
         index.add(np.arange(len(matrix), dtype=np.uint64), np.asarray(matrix), threads=1)
