@@ -97,7 +97,6 @@ class GlobalSearch:
         self.reader, self.encoder = reader, encoder
         self.settings = settings or GlobalSettings()
         self._n = reader.size("communities")
-        self._matrix = reader.matrix("communities")
         levels = reader.attribute("communities", "level")  # one scan: the rows of each level
         self._level_rows = {int(lv): np.flatnonzero(levels == lv) for lv in np.unique(levels)}
         sizes = reader.attribute("communities", "size")
@@ -194,7 +193,7 @@ class GlobalSearch:
         """The best ``k`` (row, score) of ``rows``, best first."""
         if not len(rows):
             return []
-        dense = self._matrix[rows] @ qvec
+        dense = self.reader.similarity("communities", qvec, rows)
         id_rank = np.zeros(self._n, dtype=np.int64)
         id_rank[rows] = self.reader.attribute("communities", "id_rank", rows)
         order = rows[np.lexsort((id_rank[rows], -dense))]

@@ -147,9 +147,14 @@ class GraphOps:
         res = g.search(str(p.query), k, p.level)
         plan = self._plan(p, k)
         source = self.r.sources["community"]
-        row_of = self.row_of(source.unit)
+        ids = [c.id for c in res.communities]
+        found = self.r.reader.rows("communities", ids)
+        row_of = {i: int(r) for i, r in zip(ids, found.tolist(), strict=True) if r >= 0}
         qvec = self.r.encoder.encode_one(str(p.query))
-        dense = source.matrix @ qvec if len(source.ids) else np.zeros(0)
+        rows = np.array(list(row_of.values()), dtype=np.int64)
+        scores = self.r.reader.similarity("communities", qvec, rows)
+        dense = dict(zip(rows.tolist(), scores.tolist(), strict=True))  # the hits' rows only
+        prefetch(source, rows.tolist())
         communities, hits = [], []
         for c in res.communities:
             communities.append(

@@ -129,9 +129,7 @@ def build_ann(matrix: np.ndarray, path: Path) -> None:
     (half precision: 0.993, 1.7x the bytes)."""
     from usearch.index import Index
 
-    index = Index(
-        ndim=matrix.shape[1], metric="ip", dtype="i8", connectivity=16, expansion_add=128
-    )
+    index = Index(ndim=matrix.shape[1], metric="ip", dtype="i8", connectivity=16, expansion_add=128)
     if len(matrix):
         index.add(np.arange(len(matrix), dtype=np.uint64), np.asarray(matrix), threads=1)
     index.save(str(path))

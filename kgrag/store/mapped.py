@@ -94,7 +94,11 @@ class ServingFiles:
         if rows is None:
             return matrix @ q if len(matrix) else np.zeros(0, dtype=np.float32)
         r = np.asarray(rows, dtype=np.int64)
-        return self.vectors_of(kind, r) @ q if len(r) else np.zeros(0, dtype=np.float32)
+        if not len(r):
+            return np.zeros(0, dtype=np.float32)
+        # in blocks: a community level's rows are read, scored and let go 8k at a time
+        blocks = [self.vectors_of(kind, r[i : i + 8192]) @ q for i in range(0, len(r), 8192)]
+        return np.concatenate(blocks)
 
     def nearest(
         self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None
@@ -124,8 +128,16 @@ class ServingFiles:
             return np.asarray(self.matrix(kind)[r], dtype=np.float32)
         fd, offset, dim = self._reader(kind)
         size = 4 * dim
-        buf = b"".join(os.pread(fd, size, offset + int(x) * size) for x in r.tolist())
-        return np.frombuffer(buf, dtype=np.float32).reshape(len(r), dim)
+        out = np.empty((len(r), dim), dtype=np.float32)
+        # one read per run of consecutive rows
+        breaks = np.flatnonzero(np.diff(r) != 1) + 1
+        for start, stop in zip(
+            np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist(), strict=True
+        ):
+            first, count = int(r[start]), stop - start
+            data = os.pread(fd, size * count, offset + first * size)
+            out[start:stop] = np.frombuffer(data, dtype=np.float32).reshape(count, dim)
+        return out
 
     def _reader(self, kind: str) -> tuple[int, int, int]:
         key = f"fd:{kind}"
