@@ -161,17 +161,23 @@ class SQLiteGraphStore(GraphStore):
     def _upgrade(self, folder: Path) -> None:
         """Derive the serving files of a version written before they existed (once, under
         the writers' lock; the version's records are not touched)."""
-        with open(self.root / ".lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if _serving_ok(folder):
-                return
-            tmp = folder / f".{SERVING}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            try:
-                derive(folder, tmp, ann_min_rows=self.ann_min_rows)
-                shutil.rmtree(folder / SERVING, ignore_errors=True)
-                os.replace(tmp, folder / SERVING)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            with open(self.root / ".lock", "a+") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if _serving_ok(folder):
+                    return
+                tmp = folder / f".{SERVING}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                try:
+                    derive(folder, tmp, ann_min_rows=self.ann_min_rows)
+                    shutil.rmtree(folder / SERVING, ignore_errors=True)
+                    os.replace(tmp, folder / SERVING)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:
+            raise StoreError(
+                f"{folder}: this version predates its serving files and they cannot be "
+                f"written here ({exc}); open the graph once where it is writable"
+            ) from exc
 
     def writer(self) -> SQLiteGraphWriter:
         return SQLiteGraphWriter(self)

@@ -191,3 +191,19 @@ def test_a_writer_killed_after_deriving_leaves_the_old_version(science_graph, tm
     assert open_store(root).current() == before
     with kgrag.open(root) as engine:
         _same(_answers(engine), json.loads(GOLDEN.read_text()))
+
+
+def test_an_old_version_that_cannot_be_upgraded_gets_a_clear_error(science_graph, tmp_path):
+    from kgrag.errors import StoreError
+
+    old = tmp_path / "old"
+    shutil.copytree(science_graph, old)
+    for version in (old / "versions").iterdir():
+        shutil.rmtree(version / "serving")
+    (old / ".lock").unlink(missing_ok=True)
+    (old / ".lock").mkdir()  # the writers' lock cannot be taken: nothing can be written
+    with pytest.raises(StoreError, match="cannot be written"):
+        kgrag.open(old)
+    (old / ".lock").rmdir()
+    with kgrag.open(old) as engine:  # nothing was lost: it upgrades once it can
+        _same(_answers(engine), json.loads(GOLDEN.read_text()))
