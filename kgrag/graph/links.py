@@ -19,12 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..store.keys import title_key, title_link_pairs
-from ..types import Chunk, Document
+from ..store.keys import title_key
 
 _TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
 
-__all__ = ["TitleLinks", "build_links", "key_text", "text_key", "title_key"]
+__all__ = ["TitleLinks", "key_text", "text_key", "title_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +49,3 @@ def key_text(tokens: Sequence[str]) -> str:
 def text_key(text: str) -> str:
     """:func:`key_text` of all of ``text``'s tokens, case folded."""
     return key_text([t.casefold() for t in _TOKEN.findall(text)])
-
-
-def build_links(
-    chunk_ids: Sequence[str], chunks: Sequence[Chunk], docs: dict[str, Document], max_in: int = 20
-) -> TitleLinks:
-    """Title links between the chunks of ``chunk_ids`` (row order) from their texts."""
-    by_id = {c.id: c for c in chunks}
-    titles = [docs[by_id[cid].doc_id].title for cid in chunk_ids]
-    pairs = title_link_pairs(titles, [by_id[cid].text for cid in chunk_ids])
-    src, dst = [a for a, _ in pairs], [b for _, b in pairs]
-    n = len(chunk_ids)
-    matrix = sp.csr_matrix((np.ones(len(src), dtype=np.float32), (src, dst)), shape=(n, n))
-    in_degree = np.asarray((matrix > 0).sum(axis=0)).ravel()
-    matrix = matrix.multiply((in_degree <= max_in)[None, :].astype(np.float32)).tocsr()
-    matrix.eliminate_zeros()
-    matrix.sort_indices()
-    return TitleLinks(matrix, titles, max_in)
