@@ -32,7 +32,7 @@ _MAX_HOPS = 3
 #: the search for a far passage stops after settling this many entities (2Wiki: a
 #: passage not reached by then lies beyond hubs that would explain nothing)
 _MAX_REACHED = 5_000
-_MAX_OFFERS = 20_000  # edges that search follows
+_MAX_OFFERS = 5_000  # edges that search follows
 #: an entity with more relations than this is a hub: paths end there, not go through
 _HUB_DEGREE = 500
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
@@ -156,14 +156,16 @@ class PathFinder:
         left out. For a neighbour that is not a seed this is its distance: no path of
         two edges is shorter than one."""
         first = self.reader.adjacency("relations", np.array(seeds, dtype=np.int64))
-        near: dict[int, float] = {}
-        via_seed: dict[int, int] = {}
-        for i, seed in enumerate(seeds):
-            cols = first.indices[first.indptr[i] : first.indptr[i + 1]].tolist()
-            lengths = first.data[first.indptr[i] : first.indptr[i + 1]].tolist()
-            for col, length in zip(cols, lengths, strict=True):
-                if length < near.get(col, np.inf):
-                    near[col], via_seed[col] = length, seed
+        which = np.repeat(np.arange(len(seeds)), np.diff(first.indptr))
+        cols, lengths = first.indices.astype(np.int64), first.data
+        order = np.lexsort((which, lengths, cols))  # per neighbour: shortest, then best seed
+        cols, lengths, which = cols[order], lengths[order], which[order]
+        keep = np.ones(len(cols), dtype=bool)
+        keep[1:] = cols[1:] != cols[:-1]
+        kept = cols[keep].tolist()
+        near = dict(zip(kept, lengths[keep].tolist(), strict=True))
+        by_seed = np.array(seeds, dtype=np.int64)[which[keep]].tolist()
+        via_seed = dict(zip(kept, by_seed, strict=True))
         for seed in seeds:
             near.pop(seed, None)
             via_seed.pop(seed, None)
