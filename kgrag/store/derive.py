@@ -107,7 +107,7 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
     ann = [k for k in ANN_KINDS if ann_min_rows > 0 and len(ids[k]) >= ann_min_rows]
     for kind in ann:
         build_ann(_matrix(folder, kind), out / f"ann.{kind}.usearch")
-    for kind in HALF_KINDS:  # the scan of a kind without an index (the index holds f16)
+    for kind in HALF_KINDS:  # the scan of a kind without an index (an index holds its own copy)
         if kind not in ann:
             matrix = _matrix(folder, kind)
             np.save(out / f"half.{kind}.npy", np.ascontiguousarray(matrix, dtype=np.float16))
