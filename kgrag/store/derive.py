@@ -154,22 +154,9 @@ def _save_ids(out: Path, kind: str, ids: Sequence[str]) -> None:
     np.save(out / f"sorted.{kind}.npy", arr[order])
 
 
-def _save_csr(
-    out: Path,
-    name: str,
-    pairs: Iterable[tuple[int, int]],
-    n: int,
-    dtype: Any,
-    data: Sequence[float] | None = None,
-) -> None:
-    """Rows -> sorted distinct columns (and ``data`` of each pair when given)."""
-    arr = np.array(list(pairs), dtype=np.int64).reshape(-1, 2)
-    if data is None:
-        arr = np.unique(arr, axis=0)
-    else:
-        order = np.lexsort((arr[:, 1], arr[:, 0]))
-        arr = arr[order]
-        np.save(out / f"{name}.data.npy", np.asarray(data, dtype=np.float64)[order])
+def _save_csr(out: Path, name: str, pairs: Iterable[tuple[int, int]], n: int, dtype: Any) -> None:
+    """Rows -> sorted distinct columns."""
+    arr = np.unique(np.array(list(pairs), dtype=np.int64).reshape(-1, 2), axis=0)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.add.at(indptr, arr[:, 0] + 1, 1)
     np.save(out / f"{name}.indptr.npy", np.cumsum(indptr))

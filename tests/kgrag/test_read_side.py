@@ -46,16 +46,21 @@ def _same(found: dict, golden: dict) -> None:
                 assert found[q][op] == ids, (q, op)
 
 
+def _without_serving(graph: Path, to: Path) -> Path:
+    """A copy of ``graph`` as a kgrag before the serving files wrote it."""
+    shutil.copytree(graph, to)
+    for version in (to / "versions").iterdir():
+        shutil.rmtree(version / "serving")
+    return to
+
+
 def test_same_answers_as_the_recorded_read_path(science_graph):
     with kgrag.open(science_graph) as engine:
         _same(_answers(engine), json.loads(GOLDEN.read_text()))
 
 
 def test_a_graph_written_before_serving_files_is_upgraded_on_open(science_graph, tmp_path):
-    old = tmp_path / "old"
-    shutil.copytree(science_graph, old)
-    for version in (old / "versions").iterdir():
-        shutil.rmtree(version / "serving")
+    old = _without_serving(science_graph, tmp_path / "old")
     with kgrag.open(old) as engine:
         _same(_answers(engine), json.loads(GOLDEN.read_text()))
     assert all((v / "serving" / "serving.json").exists() for v in (old / "versions").iterdir())
@@ -123,10 +128,7 @@ def test_the_neighbors_op_reads_the_whole_graph_once(science_graph):
 def test_ann_finds_what_the_exact_search_finds(science_graph, tmp_path):
     """An ANN index on every kind of the science graph, and on a generated matrix of
     clustered vectors: the same neighbours as the exact search."""
-    ann = tmp_path / "ann"
-    shutil.copytree(science_graph, ann)
-    for version in (ann / "versions").iterdir():
-        shutil.rmtree(version / "serving")
+    ann = _without_serving(science_graph, tmp_path / "ann")
     exact = open_store(science_graph).reader()
     approx = SQLiteGraphStore(ann, ann_min_rows=10).reader()
     assert set(approx.serving.meta["ann"]) >= {"chunks", "entities", "facts"}
@@ -196,10 +198,7 @@ def test_a_writer_killed_after_deriving_leaves_the_old_version(science_graph, tm
 def test_an_old_version_that_cannot_be_upgraded_gets_a_clear_error(science_graph, tmp_path):
     from kgrag.errors import StoreError
 
-    old = tmp_path / "old"
-    shutil.copytree(science_graph, old)
-    for version in (old / "versions").iterdir():
-        shutil.rmtree(version / "serving")
+    old = _without_serving(science_graph, tmp_path / "old")
     (old / ".lock").unlink(missing_ok=True)
     (old / ".lock").mkdir()  # the writers' lock cannot be taken: nothing can be written
     with pytest.raises(StoreError, match="cannot be written"):
