@@ -13,7 +13,10 @@ cache; nothing is dropped from it):
   global``, interleaved.
 
 Reported: seconds from process start to the first answer, p50 / p95 ms per op,
-the peak RSS after the questions (``ru_maxrss``), the first-answer gap
+the peak RSS after the questions (``ru_maxrss``) and what is resident then, split
+into private anonymous memory and mapped file pages (clean page cache the kernel
+can drop and re-read: the ANN indexes, graph arrays and vectors a reader maps),
+the first-answer gap
 (kgrag - bare) and RSS ratio, and the bytes on disk per document of the graph's
 current version. BLAS runs on one thread in both processes, torch on its default.
 """
@@ -40,6 +43,15 @@ for v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # BLAS on one thread; tor
 graph, questions_path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
 questions = [q["question"] for q in json.load(open(questions_path))][:n]
 def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def split():  # resident now: private anonymous memory, and mapped file pages (page cache)
+    found = {}
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            part = line.split()
+            if part[0] in ("Rss:", "Anonymous:"):
+                found[part[0]] = int(part[1]) / 1024
+    anon = found.get("Anonymous:", 0.0)
+    return {"anon_mib": round(anon, 1), "file_mib": round(found.get("Rss:", 0.0) - anon, 1)}
 def pct(xs, p):
     xs = sorted(xs); return round(xs[min(len(xs) - 1, int(p * len(xs)))] * 1000, 1)
 """
@@ -67,7 +79,7 @@ times = []
 for q in questions:
     t = time.perf_counter(); ask(q); times.append(time.perf_counter() - t)
 print(json.dumps({"first_answer_s": round(first, 2), "p50_ms": pct(times, 0.5),
-                  "p95_ms": pct(times, 0.95), "peak_rss_mib": round(rss(), 1)}))
+                  "p95_ms": pct(times, 0.95), "peak_rss_mib": round(rss(), 1), **split()}))
 """
 )
 
@@ -92,7 +104,7 @@ for q in questions:
     for name, op in ops.items():
         t = time.perf_counter(); op(q); times[name].append(time.perf_counter() - t)
 out = {"open_s": round(opened, 2), "first_answer_s": round(first, 2),
-       "peak_rss_mib": round(rss(), 1)}
+       "peak_rss_mib": round(rss(), 1), **split()}
 for name, ts in times.items():
     out[name] = {"p50_ms": pct(ts, 0.5), "p95_ms": pct(ts, 0.95),
                  "first_ms": round(ts[0] * 1000, 1)}

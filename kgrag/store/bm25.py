@@ -68,21 +68,24 @@ class Postings:
             f"USING fts5vocab(main, {fts}, instance)"
         )
         terms: dict[str, int] = {}
-        term_of, doc_of = [], []
-        for term, doc in db.execute(f"SELECT term, doc FROM temp.{vocab}"):
-            term_of.append(terms.setdefault(term, len(terms)))
-            doc_of.append(doc)
+        term_parts, doc_parts = [], []
+        cursor = db.execute(f"SELECT term, doc FROM temp.{vocab}")
+        while batch := cursor.fetchmany(100_000):  # arrays, not a Python int per posting
+            term_parts.append(
+                np.fromiter((terms.setdefault(t, len(terms)) for t, _ in batch), np.int64)
+            )
+            doc_parts.append(np.fromiter((d for _, d in batch), np.int64))
         db.execute(f"DROP TABLE temp.{vocab}")
         n = len(rowids)
-        docs = np.searchsorted(rowids, np.array(doc_of, dtype=np.int64))
+        term_of = np.concatenate(term_parts) if term_parts else np.zeros(0, dtype=np.int64)
+        doc_of = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int64)
+        docs = np.searchsorted(rowids, doc_of)
         length = np.bincount(docs, minlength=n).astype(np.int64)
         encoded = [t.encode() for t in terms]
         order = np.argsort(np.array(encoded, dtype=object), kind="stable")  # terms by bytes
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
-        pairs, tf = np.unique(
-            rank[np.array(term_of, dtype=np.int64)] * max(n, 1) + docs, return_counts=True
-        )
+        pairs, tf = np.unique(rank[term_of] * max(n, 1) + docs, return_counts=True)
         width = max((len(e) for e in encoded), default=1)
         sorted_terms = np.array([encoded[i] for i in order], dtype=f"S{width}")
         indptr = np.searchsorted(pairs // max(n, 1), np.arange(len(terms) + 1))

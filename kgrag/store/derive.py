@@ -36,15 +36,18 @@ their documents and counts, document lengths; the record id of each document);
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import StoreError
 from ..ids import sentence_id
 from . import schema
 from .base import VECTOR_KINDS
@@ -60,57 +63,58 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 6
+SERVING_FORMAT = 7  # 7: 32-bit graph indices, relation lengths as float32
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 #: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
 #: others are ranked within a known set of rows (a community level) or looked up
 ANN_KINDS = ("chunks", "entities", "facts")
+_BATCH = 100_000  # records per fetch from SQLite
 
 
 def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str, Any]:
     """Build the serving files of the version in ``folder`` into ``out``; return their
-    description (also written to ``out/serving.json``, last)."""
+    description (also written to ``out/serving.json``, last).
+
+    Records are streamed from SQLite in batches and held as numpy arrays, ids mapped
+    to rows by binary search over the sorted ids: memory grows with the number of
+    edges times a few dozen bytes, not with Python objects per record."""
     out.mkdir(exist_ok=True)
     db = sqlite3.connect(f"file:{folder / 'graph.sqlite'}?mode=ro", uri=True)
     try:
-        ids = {k: _vector_ids(db, k) for k in VECTOR_KINDS}
-        for kind, values in ids.items():
-            _save_ids(out, kind, values)
-        entity_ids, chunk_ids = ids["entities"], ids["chunks"]
+        ids = {k: _save_ids(out, k, _vector_ids(db, k)) for k in VECTOR_KINDS}
         # the graph's entities are the entities with a vector (a build gives every one)
-        named = {r[0]: r for r in db.execute("SELECT id, name, type FROM entities")}
-        names = [named.get(e, (e, "", "")) for e in entity_ids]
-        erow = {e: i for i, e in enumerate(entity_ids)}
-        crow = {c: i for i, c in enumerate(chunk_ids)}
-        n_ent, n_chunk = len(entity_ids), len(chunk_ids)
+        erows, crows = _Rows(ids["entities"]), _Rows(ids["chunks"])
+        n_ent, n_chunk = len(ids["entities"]), len(ids["chunks"])
         chunk_vertex = np.empty(n_chunk, dtype=np.int64)
-        chunk_vertex[np.argsort(np.array(chunk_ids, dtype=object), kind="stable")] = (
-            n_ent + np.arange(n_chunk)
-        )
-        mentions = db.execute("SELECT entity_id, chunk_id, count FROM mentions").fetchall()
-        _save_walk(out, db, erow, crow, chunk_vertex, mentions, n_ent + n_chunk)
-        _save_relations(out, db, erow)
-        pairs = [(crow[c], erow[e]) for e, c, _ in mentions if c in crow and e in erow]
-        _save_csr(out, "mentions", pairs, n_chunk, np.int32)
-        _save_entity_stats(out, mentions, erow)
-        titles, texts = _chunk_titles(db, chunk_ids)
+        chunk_vertex[crows.order] = n_ent + np.arange(n_chunk)
+        names, kinds = _entity_names(db, erows, n_ent)
+        mentions = _mentions(db, erows, crows, chunk_vertex)
+        _save_walk(out, db, erows, crows, chunk_vertex, mentions, n_ent + n_chunk)
+        _save_relations(out, db, erows)
+        pairs = np.stack([mentions.chunk, mentions.entity], axis=1)
+        pairs = np.unique(pairs[(pairs[:, 0] >= 0) & (pairs[:, 1] >= 0)], axis=0)
+        _save_csr(out, "mentions", pairs, n_chunk, _index_dtype(n_ent))
+        _save_entity_stats(out, db, erows, n_ent)
+        titles, texts = _chunk_titles(db, crows, n_chunk)
         _save_links(out, titles, texts)
-        _save_title_entity(out, titles, pairs, [r[1] for r in names], n_chunk)
-        _save_names(out / "names.sqlite", names)
-        _save_sentences(out / "names.sqlite", db, ids["sentences"])
+        del texts
+        _save_title_entity(out, titles, pairs, names, n_chunk)
+        _save_names(out / "names.sqlite", names, kinds)
+        _save_sentences(out / "names.sqlite", db, _Rows(ids["sentences"]))
         _save_communities(out, db, ids["communities"])
         for kind, (fts, table, key) in schema.FTS.items():
             _save_postings(out, db, kind, fts, table, key)
     finally:
         db.close()
-    ann = [k for k in ANN_KINDS if ann_min_rows > 0 and len(ids[k]) >= ann_min_rows]
+    sizes = {k: len(v) for k, v in ids.items()}
+    del ids
+    ann = [k for k in ANN_KINDS if ann_min_rows > 0 and sizes[k] >= ann_min_rows]
     for kind in ann:
         build_ann(_matrix(folder, kind), out / f"ann.{kind}.usearch")
     for kind in HALF_KINDS:  # the scan of a kind without an index (an index holds its own copy)
         if kind not in ann:
-            matrix = _matrix(folder, kind)
-            np.save(out / f"half.{kind}.npy", np.ascontiguousarray(matrix, dtype=np.float16))
+            _save_half(_matrix(folder, kind), out / f"half.{kind}.npy")
     meta = {
         "format": SERVING_FORMAT,
         "walk_weights": WALK_WEIGHTS,
@@ -120,6 +124,86 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
     }
     (out / "serving.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
     return meta
+
+
+class _Rows:
+    """Ids to rows of one kind by binary search in its sorted ids (``-1``: no row)."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.order = np.argsort(ids, kind="stable").astype(np.int64)
+        self.sorted = ids[self.order]
+
+    def __call__(self, keys: Sequence[str]) -> np.ndarray:
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        if not len(self.sorted):
+            return np.full(len(keys), -1, dtype=np.int64)
+        wanted = np.array([k.encode() for k in keys])  # its own width: no truncation
+        at = np.minimum(np.searchsorted(self.sorted, wanted), len(self.sorted) - 1)
+        return np.where(self.sorted[at] == wanted, self.order[at], -1)
+
+
+@dataclass(frozen=True)
+class _Mentions:
+    """Every mention, sorted by (entity id, chunk id, count): entity and chunk rows
+    (``-1``: none), the entity or chunk id's walk vertex, and the count."""
+
+    entity: np.ndarray
+    chunk: np.ndarray
+    entity_vertex: np.ndarray
+    chunk_vertex: np.ndarray
+    count: np.ndarray
+
+
+def _batches(db: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
+    cursor = db.execute(sql, args)
+    while batch := cursor.fetchmany(_BATCH):
+        yield batch
+
+
+def _vertices(
+    keys: Sequence[str], erows: _Rows, crows: _Rows, chunk_vertex: np.ndarray
+) -> np.ndarray:
+    """Walk vertex of each id: its entity row, else its chunk's vertex, else -1."""
+    found = erows(keys)
+    missing = np.flatnonzero(found < 0)
+    if len(missing):
+        rows = crows([keys[i] for i in missing.tolist()])
+        found[missing] = np.where(rows >= 0, chunk_vertex[np.maximum(rows, 0)], -1)
+    return found
+
+
+def _mentions(
+    db: sqlite3.Connection, erows: _Rows, crows: _Rows, chunk_vertex: np.ndarray
+) -> _Mentions:
+    parts: list[tuple[np.ndarray, ...]] = []
+    sql = "SELECT entity_id, chunk_id, count FROM mentions ORDER BY entity_id, chunk_id, count"
+    for batch in _batches(db, sql):
+        e, c, n = zip(*batch, strict=True)
+        parts.append(
+            (
+                erows(e),
+                crows(c),
+                _vertices(e, erows, crows, chunk_vertex),
+                _vertices(c, erows, crows, chunk_vertex),
+                np.array(n, dtype=np.float64),
+            )
+        )
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Mentions(empty, empty, empty, empty, np.zeros(0))
+    return _Mentions(*(np.concatenate([p[i] for p in parts]) for i in range(5)))
+
+
+def _entity_names(db: sqlite3.Connection, erows: _Rows, n: int) -> tuple[list[str], list[str]]:
+    """Each entity row's name and type ("" for a vector without a record)."""
+    names, kinds = [""] * n, [""] * n
+    for batch in _batches(db, "SELECT id, name, type FROM entities"):
+        rows = erows([r[0] for r in batch]).tolist()
+        for row, (_, name, kind) in zip(rows, batch, strict=True):
+            if row >= 0:
+                names[row], kinds[row] = name, kind
+    return names, kinds
 
 
 def build_ann(matrix: np.ndarray, path: Path) -> None:
@@ -135,9 +219,14 @@ def build_ann(matrix: np.ndarray, path: Path) -> None:
     index.save(str(path))
 
 
-def _vector_ids(db: sqlite3.Connection, kind: str) -> list[str]:
+def _vector_ids(db: sqlite3.Connection, kind: str) -> np.ndarray:
+    """A kind's ids by row, fixed-width bytes."""
     sql = "SELECT id FROM vector_ids WHERE kind=? ORDER BY row"
-    return [r[0] for r in db.execute(sql, (kind,))]
+    parts = [np.array([r[0].encode() for r in batch]) for batch in _batches(db, sql, (kind,))]
+    if not parts:
+        return np.zeros(0, dtype="S1")
+    width = max(p.dtype.itemsize for p in parts)
+    return np.concatenate([p.astype(f"S{width}") for p in parts])
 
 
 def _matrix(folder: Path, kind: str) -> np.ndarray:
@@ -145,18 +234,26 @@ def _matrix(folder: Path, kind: str) -> np.ndarray:
     return np.load(path, mmap_mode="r") if path.exists() else np.zeros((0, 0), np.float32)
 
 
-def _save_ids(out: Path, kind: str, ids: Sequence[str]) -> None:
-    width = max((len(i.encode()) for i in ids), default=1)
-    arr = np.array([i.encode() for i in ids], dtype=f"S{width}")
-    order = np.argsort(arr, kind="stable").astype(np.int64)
-    np.save(out / f"ids.{kind}.npy", arr)
+def _save_half(matrix: np.ndarray, path: Path) -> None:
+    """A half-precision copy, converted a block of rows at a time."""
+    half = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=matrix.shape)
+    for i in range(0, len(matrix), _BATCH):
+        half[i : i + _BATCH] = matrix[i : i + _BATCH]
+    half.flush()
+    del half
+
+
+def _save_ids(out: Path, kind: str, ids: np.ndarray) -> np.ndarray:
+    order = np.argsort(ids, kind="stable").astype(np.int64)
+    np.save(out / f"ids.{kind}.npy", ids)
     np.save(out / f"order.{kind}.npy", order)
-    np.save(out / f"sorted.{kind}.npy", arr[order])
+    np.save(out / f"sorted.{kind}.npy", ids[order])
+    return ids
 
 
-def _save_csr(out: Path, name: str, pairs: Iterable[tuple[int, int]], n: int, dtype: Any) -> None:
-    """Rows -> sorted distinct columns."""
-    arr = np.unique(np.array(list(pairs), dtype=np.int64).reshape(-1, 2), axis=0)
+def _save_csr(out: Path, name: str, pairs: np.ndarray, n: int, dtype: Any) -> None:
+    """Rows -> sorted distinct columns, from (row, column) pairs."""
+    arr = np.unique(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), axis=0)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.add.at(indptr, arr[:, 0] + 1, 1)
     np.save(out / f"{name}.indptr.npy", np.cumsum(indptr))
@@ -166,109 +263,173 @@ def _save_csr(out: Path, name: str, pairs: Iterable[tuple[int, int]], n: int, dt
 def _save_walk(
     out: Path,
     db: sqlite3.Connection,
-    erow: dict[str, int],
-    crow: dict[str, int],
+    erows: _Rows,
+    crows: _Rows,
     chunk_vertex: np.ndarray,
-    mentions: list[tuple[str, str, int]],
+    mentions: _Mentions,
     n: int,
 ) -> None:
     """The walk M = A D^-1 (float32, CSC) of the entity + passage graph with parallel
-    edges summed and loops dropped, edges weighted by :data:`WALK_WEIGHTS`."""
+    edges summed and loops dropped, edges weighted by :data:`WALK_WEIGHTS` (relations in
+    id order, then mentions, then synonyms: the order parallel edges are summed in)."""
     w = WALK_WEIGHTS
-    src: list[int] = []
-    dst: list[int] = []
-    weight: list[float] = []
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    weight: list[np.ndarray] = []
 
-    def vertex(x: str) -> int | None:
-        if x in erow:
-            return erow[x]
-        return int(chunk_vertex[crow[x]]) if x in crow else None
+    def add(a: np.ndarray, b: np.ndarray, value: np.ndarray) -> None:
+        keep = (a >= 0) & (b >= 0) & (value > 0) & (a != b)
+        src.append(a[keep])
+        dst.append(b[keep])
+        weight.append(value[keep])
 
-    def add(a: str, b: str, value: float) -> None:
-        va, vb = vertex(a), vertex(b)
-        if va is not None and vb is not None and value > 0 and va != vb:
-            src.append(va)
-            dst.append(vb)
-            weight.append(value)
-
-    rels = "SELECT src, dst, predicate, weight FROM relations ORDER BY id"
-    for a, b, predicate, value in db.execute(rels):
-        add(a, b, value * (w["cooc"] if predicate == COOC else w["relation"]))
-    for e, c, count in sorted(mentions):
-        add(e, c, float(count) * w["mention"])
-    for a, b, score in db.execute("SELECT src, dst, score FROM synonyms ORDER BY src, dst"):
-        add(a, b, score * w["synonym"])
-    s, d = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+    rels = "SELECT src, dst, predicate = ?, weight FROM relations ORDER BY id"
+    for batch in _batches(db, rels, (COOC,)):
+        a, b, cooc, value = zip(*batch, strict=True)
+        scale = np.where(np.array(cooc, dtype=bool), w["cooc"], w["relation"])
+        add(
+            _vertices(a, erows, crows, chunk_vertex),
+            _vertices(b, erows, crows, chunk_vertex),
+            np.array(value, dtype=np.float64) * scale,
+        )
+    add(mentions.entity_vertex, mentions.chunk_vertex, mentions.count * w["mention"])
+    syn = "SELECT src, dst, score FROM synonyms ORDER BY src, dst"
+    for batch in _batches(db, syn):
+        a, b, score = zip(*batch, strict=True)
+        add(
+            _vertices(a, erows, crows, chunk_vertex),
+            _vertices(b, erows, crows, chunk_vertex),
+            np.array(score, dtype=np.float64) * w["synonym"],
+        )
+    s, d = np.concatenate(src), np.concatenate(dst)
+    values = np.concatenate(weight)
+    for parts in (src, dst, weight):
+        parts.clear()
     lo, hi = np.minimum(s, d), np.maximum(s, d)
-    upper = sp.coo_matrix((np.array(weight), (lo, hi)), shape=(n, n)).tocsr()  # sums parallels
+    del s, d
+    upper = sp.coo_matrix((values, (lo, hi)), shape=(n, n)).tocsr()  # sums parallels
+    del lo, hi, values
     adj = (upper + upper.T).tocsr()
+    del upper
     strength = np.asarray(adj.sum(axis=0)).ravel()
     inv = np.where(strength > 0, 1.0 / np.where(strength > 0, strength, 1.0), 0.0)
     walk = (adj @ sp.diags(inv)).tocsc().astype(np.float32)
+    degree = np.diff(adj.indptr)[: len(erows.sorted)]
+    del adj
     walk.sort_indices()
     np.save(out / "walk.indptr.npy", walk.indptr.astype(np.int64))
-    np.save(out / "walk.indices.npy", walk.indices.astype(np.int64))
+    np.save(out / "walk.indices.npy", walk.indices.astype(_index_dtype(n)))
     np.save(out / "walk.data.npy", walk.data)
     np.save(out / "chunk_vertex.npy", chunk_vertex)
-    degree = np.diff(adj.indptr)[: len(erow)]
     np.save(out / "attr.entities.degree.npy", degree.astype(np.int64))
 
 
-def _save_relations(out: Path, db: sqlite3.Connection, erow: dict[str, int]) -> None:
+def _save_relations(out: Path, db: sqlite3.Connection, erows: _Rows) -> None:
     """Entity-entity path lengths (1 stated, 1.5 co-occurrence), symmetric CSR, with
     the relation each unordered pair stands for (stated first, then heavier, then id)."""
-    sql = "SELECT id, src, dst, kind, weight, evidence FROM relations"
-    rows = sorted(db.execute(sql), key=lambda r: (r[3] != "svo", -r[4], r[0]))
-    chosen: dict[tuple[int, int], tuple[str, float]] = {}
-    for rid, a, b, kind, _, evidence in rows:
-        if a in erow and b in erow and a != b and evidence not in ("[]", ""):
-            ra, rb = erow[a], erow[b]
-            chosen.setdefault((min(ra, rb), max(ra, rb)), (rid, 1.0 if kind == "svo" else 1.5))
-    keys = sorted(chosen)
-    rel_ids = [chosen[k][0] for k in keys]
-    pairs = [(a, b) for a, b in keys] + [(b, a) for a, b in keys]
-    index = list(range(len(keys))) * 2
-    lengths = [chosen[k][1] for k in keys] * 2
-    n = len(erow)
-    arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    order = np.lexsort((arr[:, 1], arr[:, 0]))
-    arr = arr[order]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(indptr, arr[:, 0] + 1, 1)
+    lo_parts, hi_parts, said_parts, weight_parts, at_parts = [], [], [], [], []
+    sql = "SELECT src, dst, kind = 'svo', weight, evidence IN ('[]', '') FROM relations ORDER BY id"
+    seen = 0
+    for batch in _batches(db, sql):
+        a, b, stated, weights, bare = zip(*batch, strict=True)
+        ra, rb = erows(a), erows(b)
+        # a NULL evidence compares as NULL: it counts as evidence, as it always has
+        keep = (ra >= 0) & (rb >= 0) & (ra != rb) & (np.array(bare, dtype=object) != 1)
+        lo_parts.append(np.minimum(ra, rb)[keep])
+        hi_parts.append(np.maximum(ra, rb)[keep])
+        said_parts.append(np.array(stated, dtype=bool)[keep])
+        weight_parts.append(np.array(weights, dtype=np.float64)[keep])
+        at_parts.append(seen + np.flatnonzero(keep))
+        seen += len(batch)
+    lo, hi = _joined(lo_parts, np.int64), _joined(hi_parts, np.int64)
+    said, value, at = (
+        _joined(said_parts, bool),
+        _joined(weight_parts, np.float64),
+        _joined(at_parts, np.int64),
+    )
+    # per pair: stated first, then heavier, then the lower id (the scan is in id order)
+    order = np.lexsort((at, -value, ~said, hi, lo))
+    lo, hi, said, at = lo[order], hi[order], said[order], at[order]
+    first = np.ones(len(lo), dtype=bool)
+    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    lo, hi, said, at = lo[first], hi[first], said[first], at[first]
+    m = len(lo)
+    rows = np.concatenate([lo, hi])
+    cols = np.concatenate([hi, lo])
+    lengths = np.tile(np.where(said, 1.0, 1.5), 2)
+    index = np.tile(np.arange(m, dtype=np.int64), 2)
+    order = np.lexsort((cols, rows))
+    indptr = np.zeros(len(erows.sorted) + 1, dtype=np.int64)
+    np.add.at(indptr, rows + 1, 1)
     np.save(out / "relations.indptr.npy", np.cumsum(indptr))
-    np.save(out / "relations.indices.npy", arr[:, 1].astype(np.int64))
-    np.save(out / "relations.data.npy", np.asarray(lengths, dtype=np.float64)[order])
-    np.save(out / "relations.edge.npy", np.asarray(index, dtype=np.int64)[order])
-    width = max((len(r.encode()) for r in rel_ids), default=1)
-    np.save(out / "relations.ids.npy", np.array([r.encode() for r in rel_ids], dtype=f"S{width}"))
+    np.save(out / "relations.indices.npy", cols[order].astype(_index_dtype(len(erows.sorted))))
+    np.save(out / "relations.data.npy", lengths[order].astype(np.float32))  # 1 and 1.5: exact
+    np.save(out / "relations.edge.npy", index[order].astype(_index_dtype(m)))
+    np.save(out / "relations.ids.npy", _ids_at(db, at))
 
 
-def _save_communities(out: Path, db: sqlite3.Connection, ids: list[str]) -> None:
+def _index_dtype(n: int) -> Any:
+    """The narrowest of int32 / int64 holding row numbers below ``n``: graph files are
+    read row by row, so their width is what a query pages in."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+
+def _ids_at(db: sqlite3.Connection, at: np.ndarray) -> np.ndarray:
+    """The ids of the relations at positions ``at`` of the id-ordered scan."""
+    wanted = np.sort(at)
+    picked: list[bytes] = []
+    seen = 0
+    for batch in _batches(db, "SELECT id FROM relations ORDER BY id"):
+        lo, hi = np.searchsorted(wanted, [seen, seen + len(batch)])
+        picked += [batch[i - seen][0].encode() for i in wanted[lo:hi].tolist()]
+        seen += len(batch)
+    arr = np.array(picked) if picked else np.zeros(0, dtype="S1")
+    return arr[np.searchsorted(wanted, at)]
+
+
+def _save_communities(out: Path, db: sqlite3.Connection, ids: np.ndarray) -> None:
     """Per community row: level, rating, members, its id's rank, and whether it is the
     canonical copy (of communities with the same report and leaves, the finest, then
     the lowest id); and the rows in hierarchy order (coarsest level first, then id)."""
-    found = {r[0]: schema.community(r) for r in db.execute("SELECT * FROM communities")}
-    rows = [found[i] for i in ids]  # a community vector always has its record
-    np.save(out / "attr.communities.level.npy", np.array([c.level for c in rows], dtype=np.int64))
-    np.save(
-        out / "attr.communities.rating.npy", np.array([c.rating for c in rows], dtype=np.float64)
-    )
-    np.save(
-        out / "attr.communities.size.npy", np.array([len(c.members) for c in rows], dtype=np.int64)
-    )
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(len(ids))
+    n = len(ids)
+    crows = _Rows(ids)
+    level = np.zeros(n, dtype=np.int64)
+    rating = np.zeros(n, dtype=np.float64)
+    size = np.zeros(n, dtype=np.int64)
+    key_of: list[bytes] = [b""] * n
+    covered = np.zeros(n, dtype=bool)
+    for batch in _batches(db, "SELECT * FROM communities"):
+        rows = crows([r[0] for r in batch]).tolist()
+        for row, record in zip(rows, batch, strict=True):
+            if row < 0:
+                continue
+            c = schema.community(record)
+            level[row], rating[row], size[row] = c.level, c.rating, len(c.members)
+            text = json.dumps([c.report.text(), list(c.leaves)])
+            key_of[row] = hashlib.blake2b(text.encode(), digest_size=16).digest()
+            covered[row] = True
+    if not covered.all():
+        missing = ids[np.flatnonzero(~covered)[0]].decode()
+        raise StoreError(f"community {missing} has a vector but no record")
+    rank = np.empty(n, dtype=np.int64)
+    rank[crows.order] = np.arange(n)
+    np.save(out / "attr.communities.level.npy", level)
+    np.save(out / "attr.communities.rating.npy", rating)
+    np.save(out / "attr.communities.size.npy", size)
     np.save(out / "attr.communities.id_rank.npy", rank)
-    seen: dict[tuple[str, tuple[str, ...]], int] = {}
-    for row, c in enumerate(rows):
-        key = (c.report.text(), c.leaves)
-        if key not in seen or (c.level, c.id) < (rows[seen[key]].level, rows[seen[key]].id):
+    seen: dict[bytes, int] = {}
+    for row, key in enumerate(key_of):
+        best = seen.get(key)
+        if best is None or (level[row], rank[row]) < (level[best], rank[best]):
             seen[key] = row
-    canonical = np.zeros(len(ids), dtype=bool)
+    canonical = np.zeros(n, dtype=bool)
     canonical[list(seen.values())] = True
     np.save(out / "attr.communities.canonical.npy", canonical)
-    order = sorted(range(len(rows)), key=lambda r: (-rows[r].level, rows[r].id))
-    np.save(out / "attr.communities.hierarchy.npy", np.array(order, dtype=np.int64))
+    np.save(out / "attr.communities.hierarchy.npy", np.lexsort((rank, -level)).astype(np.int64))
 
 
 def _save_postings(
@@ -277,84 +438,100 @@ def _save_postings(
     """BM25 postings of one full-text index, and the record id of each document."""
     postings, rowids = Postings.build(db, fts)
     postings.save(out, kind)
-    found = dict(db.execute(f"SELECT {key}, id FROM {table}"))
-    ids = [found[int(r)].encode() for r in rowids]
+    found: dict[int, bytes] = {}
+    for batch in _batches(db, f"SELECT {key}, id FROM {table}"):
+        found.update((r[0], r[1].encode()) for r in batch)
+    ids = [found[int(r)] for r in rowids.tolist()]
+    del found
     np.save(out / f"bm25.{kind}.ids.npy", np.array(ids, dtype=f"S{max(map(len, ids), default=1)}"))
 
 
-def _save_sentences(path: Path, db: sqlite3.Connection, ids: list[str]) -> None:
+def _save_sentences(path: Path, db: sqlite3.Connection, rows_of: _Rows) -> None:
     """Sentence text (stripped, as a report quotes it) -> the first row of its vector."""
-    row_of = {sid: i for i, sid in enumerate(ids)}
     sql = (
-        'SELECT s.chunk_id, s.idx, s.start, s."end", c.text FROM sentences s '
-        "JOIN chunks c ON c.id = s.chunk_id ORDER BY s.chunk_id, s.idx"
+        'SELECT s.chunk_id, s.idx, substr(c.text, s.start + 1, s."end" - s.start) '
+        "FROM sentences s JOIN chunks c ON c.id = s.chunk_id ORDER BY s.chunk_id, s.idx"
     )
-    best: dict[str, int] = {}
-    for chunk_id, idx, start, end, text in db.execute(sql):
-        row = row_of.get(sentence_id(chunk_id, idx))
-        if row is not None:
-            best.setdefault(text[start:end].strip(), row)
     out = sqlite3.connect(path)
     out.execute("CREATE TABLE sentences (key TEXT PRIMARY KEY, row INTEGER) WITHOUT ROWID")
-    out.executemany("INSERT INTO sentences VALUES (?, ?)", sorted(best.items()))
+    for batch in _batches(db, sql):
+        rows = rows_of([sentence_id(c, i) for c, i, _ in batch]).tolist()
+        # the first sentence of a text keeps it, as the scan order says
+        out.executemany(
+            "INSERT OR IGNORE INTO sentences VALUES (?, ?)",
+            [
+                (text.strip(), row)
+                for (_, _, text), row in zip(batch, rows, strict=True)
+                if row >= 0
+            ],
+        )
     out.commit()
     out.close()
 
 
-def _save_entity_stats(
-    out: Path, mentions: list[tuple[str, str, int]], erow: dict[str, int]
-) -> None:
-    counts = np.zeros(len(erow), dtype=np.int64)
-    for e in {(e, c) for e, c, _ in mentions}:
-        if e[0] in erow:
-            counts[erow[e[0]]] += 1
+def _save_entity_stats(out: Path, db: sqlite3.Connection, erows: _Rows, n: int) -> None:
+    """Per entity row, the number of distinct chunks mentioning it."""
+    counts = np.zeros(n, dtype=np.int64)
+    sql = "SELECT entity_id, COUNT(DISTINCT chunk_id) FROM mentions GROUP BY entity_id"
+    for batch in _batches(db, sql):
+        rows = erows([r[0] for r in batch])
+        found = rows >= 0
+        counts[rows[found]] = np.array([r[1] for r in batch], dtype=np.int64)[found]
     np.save(out / "attr.entities.chunks.npy", counts)
 
 
-def _chunk_titles(db: sqlite3.Connection, chunk_ids: list[str]) -> tuple[list[str], list[str]]:
+def _chunk_titles(db: sqlite3.Connection, crows: _Rows, n: int) -> tuple[list[str], list[str]]:
+    """Each chunk row's document title and text."""
+    titles, texts = [""] * n, [""] * n
     sql = "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id"
-    found = {r[0]: (r[1], r[2]) for r in db.execute(sql)}
-    return [found[c][0] for c in chunk_ids], [found[c][1] for c in chunk_ids]
+    found = np.zeros(n, dtype=bool)
+    for batch in _batches(db, sql):
+        for row, (_, title, text) in zip(crows([r[0] for r in batch]).tolist(), batch, strict=True):
+            if row >= 0:
+                titles[row], texts[row], found[row] = title, text, True
+    if not found.all():
+        raise StoreError(f"{int((~found).sum())} chunk vectors have no chunk record")
+    return titles, texts
 
 
 def _save_links(out: Path, titles: list[str], texts: list[str]) -> None:
     """Title links among the chunk rows; a title named by more than :data:`LINK_CAP`
     passages keeps only its in-degree."""
-    pairs = title_link_pairs(titles, texts)
+    pairs = np.array(title_link_pairs(titles, texts), dtype=np.int64).reshape(-1, 2)
     n = len(titles)
-    in_degree = np.bincount(np.array([t for _, t in pairs], dtype=np.int64), minlength=n)
+    in_degree = np.bincount(pairs[:, 1], minlength=n)
     np.save(out / "link_in.npy", in_degree.astype(np.int64))
-    kept = [(a, b) for a, b in pairs if in_degree[b] <= LINK_CAP]
-    _save_csr(out, "links", kept, n, np.int64)
+    _save_csr(out, "links", pairs[in_degree[pairs[:, 1]] <= LINK_CAP], n, _index_dtype(n))
 
 
 def _save_title_entity(
-    out: Path,
-    titles: list[str],
-    pairs: list[tuple[int, int]],
-    names: list[str],
-    n_chunk: int,
+    out: Path, titles: list[str], pairs: np.ndarray, names: list[str], n_chunk: int
 ) -> None:
-    """For each chunk row the lowest entity row it mentions whose name is its title."""
+    """For each chunk row the lowest entity row it mentions whose name is its title
+    (``pairs``: the distinct (chunk row, entity row) mentions, sorted)."""
     found = np.full(n_chunk, -1, dtype=np.int64)
-    for row, ent in sorted(set(pairs)):
-        key = title_key(titles[row])
+    keys = [title_key(t) for t in titles]
+    for row, ent in pairs.tolist():
+        key = keys[row]
         if found[row] < 0 and key and title_key(names[ent]) == key:
             found[row] = ent
     np.save(out / "title_entity.npy", found)
 
 
-def _save_names(path: Path, names: list[tuple[str, str, str]]) -> None:
+def _save_names(path: Path, names: list[str], kinds: list[str]) -> None:
     """Name key -> the lowest entity row of that name (amount types and long names left out)."""
-    best: dict[str, int] = {}
-    for row, (_, name, kind) in enumerate(names):
-        key = name_key(name)
-        if kind in SKIP_TYPES or not key or key.count(" ") >= MAX_NAME_TOKENS:
-            continue
-        best.setdefault(key, row)
     path.unlink(missing_ok=True)
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE names (key TEXT PRIMARY KEY, row INTEGER) WITHOUT ROWID")
-    db.executemany("INSERT INTO names VALUES (?, ?)", sorted(best.items()))
+    batch: list[tuple[str, int]] = []
+    for row, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+        key = name_key(name)
+        if kind in SKIP_TYPES or not key or key.count(" ") >= MAX_NAME_TOKENS:
+            continue
+        batch.append((key, row))
+        if len(batch) >= _BATCH:
+            db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)", batch)
+            batch = []
+    db.executemany("INSERT OR IGNORE INTO names VALUES (?, ?)", batch)  # rows ascend: lowest wins
     db.commit()
     db.close()

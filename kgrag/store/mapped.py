@@ -212,8 +212,12 @@ class ServingFiles:
         cols = np.asarray(indices[take])
         if graph == "links":
             return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
-        data = np.asarray(self.array(f"{graph}.data")[take]) if graph != "mentions" else None
-        edge = np.asarray(self.array("relations.edge")[take]) if graph == "relations" else None
+        data = edge = None
+        if graph == "walk":  # float32, as the walk is summed
+            data = np.asarray(self.array("walk.data")[take])
+        elif graph == "relations":  # path lengths in float64, whatever the file's width
+            data = np.asarray(self.array("relations.data")[take], dtype=np.float64)
+            edge = np.asarray(self.array("relations.edge")[take], dtype=np.int64)
         return Adjacency(out_ptr, cols, data if data is not None else np.ones(len(cols)), edge)
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
