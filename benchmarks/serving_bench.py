@@ -1,6 +1,7 @@
 """What serving a graph costs a fresh process, against a bare dense-search process.
 
     python benchmarks/serving_bench.py --graph G --questions Q [--n 100] [--out FILE]
+        [--memory-limit MIB]
 
 Two child processes, each started fresh (the graph's files may sit in the page
 cache; nothing is dropped from it):
@@ -11,6 +12,11 @@ cache; nothing is dropped from it):
 - kgrag: ``kgrag.open(G)`` and one ``graph local`` (unit chunk); then the
   ``--n`` questions through ``retrieve`` hybrid, ``graph local`` and ``graph
   global``, interleaved.
+
+With ``--memory-limit MIB`` the kgrag child runs once more inside a memory cgroup
+of that size (a container's limit: its anonymous memory and the page cache it
+reads are charged together and the kernel reclaims file pages to stay under it),
+after the graph's files are dropped from the page cache.
 
 Reported: seconds from process start to the first answer, p50 / p95 ms per op,
 the peak RSS after the questions (``ru_maxrss``) and what is resident then, split
@@ -113,8 +119,17 @@ print(json.dumps(out))
 )
 
 
-def run_child(code: str, graph: str, questions: str, n: int) -> dict[str, Any]:
+def run_child(
+    code: str, graph: str, questions: str, n: int, cgroup: Path | None = None
+) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    join = None
+    if cgroup is not None:
+        procs = cgroup / "cgroup.procs"
+
+        def join() -> None:  # in the child, before it runs anything
+            procs.write_text(str(os.getpid()))
+
     started = time.time()
     done = subprocess.run(
         [sys.executable, "-c", code, repr(started), graph, questions, str(n)],
@@ -122,11 +137,52 @@ def run_child(code: str, graph: str, questions: str, n: int) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
+        preexec_fn=join,
     )
     if done.returncode != 0:
         raise SystemExit(f"child failed:\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def memory_cgroup(limit_mib: int) -> Path:
+    """A new memory cgroup below this process's own, limited to ``limit_mib`` (v2's
+    ``memory.max``, or v1's ``memory.limit_in_bytes``); SystemExit when none can be made."""
+    lines = Path("/proc/self/cgroup").read_text().splitlines()
+    v1 = [ln.split(":", 2)[2] for ln in lines if ln.split(":")[1] == "memory"]
+    v2 = [ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")]
+    if v1:
+        base, limit_file, root = Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes", v1[0]
+    elif v2:
+        base, limit_file, root = Path("/sys/fs/cgroup"), "memory.max", v2[0]
+    else:
+        raise SystemExit("--memory-limit: no memory cgroup controller on this machine")
+    group = base / root.lstrip("/") / f"kgrag-bench-{os.getpid()}"
+    try:
+        group.mkdir()
+        (group / limit_file).write_text(str(limit_mib * 2**20))
+    except OSError as exc:
+        raise SystemExit(f"--memory-limit: cannot make a memory cgroup at {group}: {exc}") from exc
+    return group
+
+
+def cgroup_peak_mib(group: Path) -> float | None:
+    for name in ("memory.max_usage_in_bytes", "memory.peak"):
+        if (group / name).exists():
+            return round(int((group / name).read_text()) / 2**20, 1)
+    return None
+
+
+def evict(folder: Path) -> None:
+    """Drop the files of ``folder`` from the page cache (their clean pages), so that a
+    process started next reads what it needs and is charged for it."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def disk_per_document(graph: Path) -> tuple[int, float]:
@@ -144,6 +200,13 @@ def main() -> int:
     ap.add_argument("--questions", required=True)
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--out")
+    ap.add_argument(
+        "--memory-limit",
+        type=int,
+        metavar="MIB",
+        help="also run the kgrag process in a memory cgroup of this many MiB (anonymous "
+        "memory and page cache together), from a cold page cache for the graph's files",
+    )
     args = ap.parse_args()
     import kgrag
 
@@ -161,6 +224,16 @@ def main() -> int:
         "disk_bytes": size,
         "disk_bytes_per_document": round(per_doc),
     }
+    if args.memory_limit:
+        group = memory_cgroup(args.memory_limit)
+        try:
+            manifest = json.loads((Path(args.graph) / "manifest.json").read_text())
+            evict(Path(args.graph) / "versions" / manifest["indexVersion"])
+            limited = run_child(_KGRAG, args.graph, args.questions, args.n, cgroup=group)
+            limited["cgroup_peak_mib"] = cgroup_peak_mib(group)
+        finally:
+            group.rmdir()
+        report["kgrag_memory_limited"] = {"limit_mib": args.memory_limit, **limited}
     print(json.dumps(report, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
