@@ -206,3 +206,51 @@ def test_an_old_version_that_cannot_be_upgraded_gets_a_clear_error(science_graph
     (old / ".lock").rmdir()
     with kgrag.open(old) as engine:  # nothing was lost: it upgrades once it can
         _same(_answers(engine), json.loads(GOLDEN.read_text()))
+
+
+def _current_version(root: Path) -> Path:
+    manifest = json.loads((root / "manifest.json").read_text())
+    return root / "versions" / manifest["indexVersion"]
+
+
+def test_deriving_twice_gives_the_same_files(science_graph, tmp_path):
+    from kgrag.store.derive import derive
+
+    version = _current_version(science_graph)
+    for name in ("a", "b"):
+        derive(version, tmp_path / name, ann_min_rows=1)
+    for path in sorted((tmp_path / "a").iterdir()):
+        if path.name != "names.sqlite":  # a SQLite file: same rows, pages may differ
+            assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+    shipped = sorted((version / "serving").glob("*.npy"))
+    common = [p for p in shipped if (tmp_path / "a" / p.name).exists()]
+    assert len(common) > 30  # all but the half copies, which a kind with an index has not
+    for path in common:  # the stored graph's own files agree
+        assert np.array_equal(np.load(path), np.load(tmp_path / "a" / path.name)), path.name
+
+
+def test_ids_map_to_rows_only_by_exact_match():
+    from kgrag.store.derive import _Rows
+
+    rows = _Rows(np.array([b"e:b", b"e:a", b"e:abc"]))
+    found = rows(["e:a", "e:abc", "e:abcd", "e:ab", "e:", "e:b", "x"])
+    assert found.tolist() == [1, 2, -1, -1, -1, 0, -1]
+    assert rows([]).tolist() == []
+    assert _Rows(np.zeros(0, dtype="S1"))(["e:a"]).tolist() == [-1]
+
+
+def test_a_vector_without_its_record_is_a_clear_error(science_graph, tmp_path):
+    import sqlite3
+
+    from kgrag.errors import StoreError
+    from kgrag.store.derive import derive
+
+    copy = tmp_path / "copy"
+    shutil.copytree(_current_version(science_graph), copy)
+    db = sqlite3.connect(copy / "graph.sqlite")
+    (gone,) = db.execute("SELECT id FROM communities ORDER BY id LIMIT 1").fetchone()
+    db.execute("DELETE FROM communities WHERE id = ?", (gone,))
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match=f"community {gone} has a vector but no record"):
+        derive(copy, tmp_path / "out")
