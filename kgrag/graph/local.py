@@ -63,6 +63,11 @@ class LocalSettings:
     fuse_dense: float = 0.5
     bridge_from: int = 1
     bridge_weight: float = 0.3
+    #: of the best N candidates, the passages whose title the query names (and the best
+    #: ``bridge_from``) bring every passage they name by title into the reranked
+    #: candidates, however low its own score (0: only what the bridge hop raised)
+    bridge_named: int = 10
+    bridge_extra: int = 10  # at most this many such candidates
     link_max_in: int = 20  # titles named by more passages than this give no links
     #: passages seeded by their dense score: the best N (0: all). With push_eps the
     #: walk then stays near the seeds and the best passages (60k passages: PageRank
@@ -209,6 +214,8 @@ class LocalSearch:
             score = 1.0 / (_RRF_K + ppr_rank) + self.settings.fuse_dense / (_RRF_K + dense_rank)
         score, via_rows = self._bridge(score, dense)
         top = _top(score, n)
+        if self.settings.rerank_depth > 0 and self.settings.bridge_named > 0:
+            top = self._named_bridges(query, score, top, via_rows)
         rows = [row for row, _ in top]
         id_of = dict(zip(rows, r.ids("chunks", rows), strict=True))
         via_ids = r.ids("chunks", sorted({*via_rows, *via_rows.values()}))
@@ -292,6 +299,43 @@ class LocalSearch:
             out[targets[better]] = capped[better]
             via.update({int(t): row for t in targets[better]})
         return out, via
+
+    def _named_bridges(
+        self, query: str, score: np.ndarray, top: list[tuple[int, float]], via: dict[int, int]
+    ) -> list[tuple[int, float]]:
+        """``top`` and after it the passages named by title from the best candidates
+        that the query names by title (and from the best ``bridge_from``), best namer
+        first; each one's namer goes into ``via``."""
+        s, r = self.settings, self.reader
+        look = [row for row, _ in top[: s.bridge_named]]
+        if not look:
+            return top
+        ids = r.ids("chunks", look)
+        doc_of = {c.id: c.doc_id for c in r.chunks(ids)}
+        titles = {d.id: d.title for d in r.documents(sorted(set(doc_of.values())))}
+        query_key = text_key(query)
+
+        def named_by_query(cid: str) -> bool:
+            key = key_text(title_key(titles[doc_of[cid]]))
+            return bool(key) and key in query_key
+
+        namers = [
+            row
+            for i, (row, cid) in enumerate(zip(look, ids, strict=True))
+            if i < s.bridge_from or named_by_query(cid)
+        ]
+        links = r.adjacency("links", np.array(namers, dtype=np.int64))
+        have = {row for row, _ in top}
+        extra: list[tuple[int, float]] = []
+        for i, row in enumerate(namers):
+            targets = links.indices[links.indptr[i] : links.indptr[i + 1]]
+            in_degree = links.data[links.indptr[i] : links.indptr[i + 1]]
+            for target in targets[in_degree <= s.link_max_in].tolist():
+                if target not in have and len(extra) < s.bridge_extra:
+                    have.add(target)
+                    extra.append((target, float(score[target])))
+                    via.setdefault(target, row)
+        return top + extra
 
     def _seeds(
         self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray

@@ -46,6 +46,8 @@ FEATURES = (
     "bridged",  # local search's bridge hop raised it
     "shares_top1",  # shares a specific entity (not a seed) with the best passage
     "ppr_share",  # PageRank mass / the largest passage mass
+    "linked_from_named",  # candidates whose title the query names that name this one's title
+    "title_subsumed",  # its title is named only as part of a longer candidate title named
 )
 BM25_DEPTH = 200
 SPECIFIC = 0.2  # specificity (1 / passages mentioning) of an entity in at most 5 passages
@@ -141,6 +143,10 @@ def features(
     x[:, 3] = dense[r]
     x[:, 4] = np.log1p([bm25_rank.get(int(row), BM25_DEPTH) for row in r])
     x[:, 5] = [bool(title_keys[row]) and title_keys[row] in query_key for row in r.tolist()]
+    namers: dict[int, int] = {}  # row -> candidates the query names that name it
+    for row in r[x[:, 5] > 0].tolist():
+        for target in set(links.targets(row).tolist()) - {row}:
+            namers[target] = namers.get(target, 0) + 1
     for i, row in enumerate(r.tolist()):
         named = [int(e) for e in entities.of(row) if int(e) in seeds]
         x[i, 6] = len(named)
@@ -150,4 +156,10 @@ def features(
         x[i, 10] = row in bridged
         x[i, 11] = row != top1 and bool(specific_unseeded(row) & shared_with)
     x[:, 12] = mass[r] / top_mass if top_mass > 0 else 0.0
+    x[:, 13] = [namers.get(row, 0) for row in r.tolist()]
+    named_keys = {title_keys[row] for row in r[x[:, 5] > 0].tolist()}
+    x[:, 14] = [
+        x[i, 5] > 0 and any(title_keys[row] in k and title_keys[row] != k for k in named_keys)
+        for i, row in enumerate(r.tolist())
+    ]
     return x

@@ -65,7 +65,34 @@ def test_features_of_a_hand_made_case():
     assert col["bridged"].tolist() == [0, 1, 0, 0]
     assert col["shares_top1"].tolist() == [0, 0, 0, 1]  # entity 1, not a seed
     assert np.allclose(col["ppr_share"], [0.25, 0.5, 1.0, 0.75])
+    # named by a candidate whose title the query names: chunk 0 (by 2), chunk 4 (by 1)
+    assert col["linked_from_named"].tolist() == [0, 1, 0, 1]
+    assert col["title_subsumed"].tolist() == [0, 0, 0, 0]
     assert features([], **_empty()).shape == (0, N)
+
+
+def test_a_title_named_only_inside_a_longer_named_title_is_subsumed():
+    """"Only You" occurs in the query only as part of "I Like Only You", which another
+    candidate is titled; "Brother Rat" and "I Like Only You" are named in their own right."""
+    names = ["Only You (2015 film)", "I Like Only You", "Brother Rat", "Brother Rat and a Baby"]
+    empty = _empty()
+    x = features(
+        [0, 1, 2, 3],
+        **{
+            **empty,
+            "ppr_rank": np.arange(4),
+            "dense_rank": np.arange(4),
+            "dense": np.zeros(4),
+            "mass": np.ones(4),
+            "title_keys": [key_text(title_key(t)) for t in names],
+            "query_key": text_key("Which film came first, I Like Only You or Brother Rat?"),
+            "entities": ChunkEntities.build([], 4),
+            "links": _links(4, []),
+        },
+    )
+    col = {name: x[:, i] for i, name in enumerate(FEATURES)}
+    assert col["title_in_query"].tolist() == [1, 1, 1, 0]
+    assert col["title_subsumed"].tolist() == [1, 0, 0, 0]
 
 
 def _empty() -> dict[str, object]:
@@ -133,6 +160,36 @@ def test_a_model_that_follows_the_local_order_changes_nothing(science_reader, lo
     same = LocalSearch(science_reader, local.encoder, model=follow)
     found, _, _ = same.candidates(QUERY, 8)
     assert [c for c, _ in same.search(QUERY, 8).passages] == [c for c, _ in found.passages]
+
+
+def _titles(local: LocalSearch, chunk_ids: list[str]) -> list[str]:
+    r = local.reader
+    doc_of = {c.id: c.doc_id for c in r.chunks(chunk_ids)}
+    title = {d.id: d.title for d in r.documents(sorted(set(doc_of.values())))}
+    return [title[doc_of[c]] for c in chunk_ids]
+
+
+def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
+    """With the bridge hop off and room for one candidate, the passages that the
+    query's named passage ("Marie Curie") names by title still join the candidates,
+    each remembered as bridged from it and weighed by the feature that says so."""
+    before = local.settings
+    try:
+        local.configure(replace(before, bridge_from=0))
+        found, rows, x = local.candidates(QUERY, 1)
+        ids = [c for c, _ in found.passages]
+        titles = _titles(local, ids)
+        assert titles[0] == "Marie Curie" and "Warsaw" in titles[1:]
+        assert all(found.via[c] == ids[0] for c in ids[1:])
+        assert len(ids) - 1 <= before.bridge_extra
+        named = x[:, FEATURES.index("linked_from_named")]
+        assert named[0] == 0 and (named[1:] == 1).all()
+        local.configure(replace(before, bridge_from=0, bridge_named=0))
+        assert len(local.candidates(QUERY, 1)[0].passages) == 1
+        local.configure(replace(before, bridge_from=0, bridge_extra=1))
+        assert len(local.candidates(QUERY, 1)[0].passages) == 2
+    finally:
+        local.configure(before)
 
 
 def test_chunk_entities_are_distinct_and_sorted():
