@@ -72,8 +72,9 @@ def test_features_of_a_hand_made_case():
 
 
 def test_a_title_named_only_inside_a_longer_named_title_is_subsumed():
-    """"Only You" occurs in the query only as part of "I Like Only You", which another
-    candidate is titled; "Brother Rat" and "I Like Only You" are named in their own right."""
+    """The title "Only You" occurs in the query only as part of "I Like Only You", which
+    another candidate is titled; "Brother Rat" and "I Like Only You" are named in their
+    own right."""
     names = ["Only You (2015 film)", "I Like Only You", "Brother Rat", "Brother Rat and a Baby"]
     empty = _empty()
     x = features(
