@@ -17,7 +17,11 @@ edges merged; the passage ranking is then fused by RRF with the dense ranking
 Bridge hop: the passages that the best ``bridge_from`` passages name by title
 (:mod:`kgrag.graph.links`) gain ``bridge_weight`` x (1 + their dense score) on
 the fused score scaled to a maximum of 1, capped just below the passage that
-names them; the hit records which passage led to it.
+names them; the hit records which passage led to it. Named bridges: of the best
+``bridge_named`` candidates, those whose title the query names (and the best
+``bridge_from``) bring the passages they name by title into the reranked
+candidates whatever their own score (at most ``bridge_extra``): the director's
+page of a film the question names, for each film it names.
 Sentence co-occurrence edges are left out by default (``cooc_weight`` 0): on
 MuSiQue they dilute the walk.
 Rerank: the best ``rerank_depth`` candidates of that order are reranked by a

@@ -1,6 +1,8 @@
 """The read side on the science graph: the same answers as before the query-side
-interface (recorded by benchmarks/read_path_golden.py from commit 8f524e9), a
-query that reads no whole table, ANN against exact search, old graphs upgraded."""
+interface (recorded by benchmarks/read_path_golden.py from commit 8f524e9; the local
+answer to "Where was Albert Einstein born?" re-recorded when local search's candidates
+grew by the named-passage bridges, which swapped its 5th and 6th hits), a query that
+reads no whole table, ANN against exact search, old graphs upgraded."""
 
 from __future__ import annotations
 
