@@ -257,9 +257,9 @@ class LocalSearch:
         """The rerank features of candidate ``rows``, from the rows they touch."""
         r = self.reader
         row_of = {cid: row for row, cid in id_of.items()}
-        chunks = r.chunks(list(id_of.values()))
-        titles = {d.id: d.title for d in r.documents(sorted({c.doc_id for c in chunks}))}
-        title_keys = {row_of[c.id]: key_text(title_key(titles[c.doc_id])) for c in chunks}
+        title_keys = {
+            row: key_text(title_key(t)) for row, t in zip(rows, self._titles(rows), strict=True)
+        }
         entities = MentionedEntities(r, rows)
         touched = sorted({int(e) for row in rows for e in entities.of(row)} | set(seed_rows))
         spec = dict(
@@ -304,6 +304,11 @@ class LocalSearch:
             via.update({int(t): row for t in targets[better]})
         return out, via
 
+    def _titles(self, rows: Sequence[int]) -> list[str]:
+        """The document title of each chunk row."""
+        found = self.reader.attribute("chunks", "title", np.asarray(rows, dtype=np.int64))
+        return [t.decode() for t in found.tolist()]
+
     def _named_bridges(
         self, query: str, score: np.ndarray, top: list[tuple[int, float]], via: dict[int, int]
     ) -> list[tuple[int, float]]:
@@ -314,19 +319,16 @@ class LocalSearch:
         look = [row for row, _ in top[: s.bridge_named]]
         if not look:
             return top
-        ids = r.ids("chunks", look)
-        doc_of = {c.id: c.doc_id for c in r.chunks(ids)}
-        titles = {d.id: d.title for d in r.documents(sorted(set(doc_of.values())))}
         query_key = text_key(query)
 
-        def named_by_query(cid: str) -> bool:
-            key = key_text(title_key(titles[doc_of[cid]]))
+        def named_by_query(title: str) -> bool:
+            key = key_text(title_key(title))
             return bool(key) and key in query_key
 
         namers = [
             row
-            for i, (row, cid) in enumerate(zip(look, ids, strict=True))
-            if i < s.bridge_from or named_by_query(cid)
+            for i, (row, title) in enumerate(zip(look, self._titles(look), strict=True))
+            if i < s.bridge_from or named_by_query(title)
         ]
         links = r.adjacency("links", np.array(namers, dtype=np.int64))
         have = {row for row, _ in top}

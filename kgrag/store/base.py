@@ -191,7 +191,8 @@ class GraphReader(ABC):
     @abstractmethod
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
         """A per-row attribute of a kind for ``rows`` (every row when None: a scan):
-        entities ``chunks`` (passages mentioning it) and ``degree``; communities
+        chunks ``title`` (its document's title, UTF-8 bytes); entities ``chunks``
+        (passages mentioning it) and ``degree``; communities
         ``level``, ``rating``, ``size`` (members), ``id_rank`` (rank of the id),
         ``canonical`` (not a copy carried down a level), ``hierarchy`` (row i: the
         i-th row in hierarchy order, coarsest level first, then id)."""

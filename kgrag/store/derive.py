@@ -23,8 +23,9 @@ CSR, with the relation each pair stands for); ``mentions.*`` (chunk row ->
 entity rows); ``links.*`` (chunk row -> chunk rows it names by title) with
 ``link_in`` (how many passages name each one); ``title_entity`` (the entity a
 passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
-(entities: ``chunks`` mentioning, ``degree``; communities: ``level``,
-``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the rows in
+(chunks: ``title``, its document's title, UTF-8; entities: ``chunks`` mentioning,
+``degree``; communities: ``level``, ``rating``, ``size``, ``id_rank``,
+``canonical``, and ``hierarchy``, the rows in
 hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
 kinds without an ANN index (an index holds its own quantised copy));
 ``ann.<kind>.usearch`` (an HNSW index, for kinds of at least ``ann_min_rows``
@@ -63,7 +64,7 @@ from .keys import (
 )
 
 SERVING = "serving"
-SERVING_FORMAT = 7  # 7: 32-bit graph indices, relation lengths as float32
+SERVING_FORMAT = 8  # 7: 32-bit graph indices, relation lengths as float32; 8: chunk titles
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 HALF_KINDS = ("entities", "facts")
 #: kinds searched by nearest neighbour (local search's facts and entities, chunks); the
@@ -97,6 +98,8 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = 200_000) -> dict[str,
         _save_csr(out, "mentions", pairs, n_chunk, _index_dtype(n_ent))
         _save_entity_stats(out, db, erows, n_ent)
         titles, texts = _chunk_titles(db, crows, n_chunk)
+        width = max((len(t.encode()) for t in titles), default=1) or 1
+        np.save(out / "attr.chunks.title.npy", np.array([t.encode() for t in titles], f"S{width}"))
         _save_links(out, titles, texts)
         del texts
         _save_title_entity(out, titles, pairs, names, n_chunk)

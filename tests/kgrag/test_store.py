@@ -243,6 +243,8 @@ def test_graph_adjacency_names_and_stats(store):
     assert chunks.tolist() == [1, 1] and degree.tolist() == [2, 2]
     assert r.specificity(np.array([d])).tolist() == [1.0]
     assert r.title_entity(np.array([c1, c2])).tolist() == [-1, -1]
+    titles = r.attribute("chunks", "title", np.array([c2, c1]))
+    assert [t.decode() for t in titles.tolist()] == ["Rivers", "Rivers"]  # the document's
     assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []
     with pytest.raises(Exception, match="unknown graph"):
         r.adjacency("roads", np.array([0]))
