@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidParams, StoreError
 from .base import GRAPHS, Adjacency
@@ -29,6 +30,10 @@ from .maps import map_array
 _MIN_CANDIDATES = 32  # half-precision scans and ANN searches take at least this many
 _ANN_EXPANSION = 4  # ANN candidates per asked neighbour (before exact re-scoring)
 _ANN_EF = 1024  # usearch's search breadth (2Wiki: facts@5 recall 0.957 at 256, 0.993 at 1024)
+#: a walk of at most this many entries is held in memory once read (2Wiki: 1.1M entries,
+#: 9 MB): a PageRank round there reads a large share of it, and scipy's column slicing of
+#: an in-memory matrix beats gathering the columns from the map
+_SMALL_WALK = 4_000_000
 
 
 class ServingFiles:
@@ -203,6 +208,10 @@ class ServingFiles:
         if graph not in GRAPHS:
             raise InvalidParams(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
         r = np.asarray(rows, dtype=np.int64)
+        small = self._small_walk() if graph == "walk" else None
+        if small is not None:
+            cols = small[:, r]
+            return Adjacency(cols.indptr.astype(np.int64), cols.indices, cols.data)
         indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
         starts, ends = np.asarray(indptr[r]), np.asarray(indptr[r + 1])
         lengths = ends - starts
@@ -219,6 +228,26 @@ class ServingFiles:
             data = np.asarray(self.array("relations.data")[take], dtype=np.float64)
             edge = np.asarray(self.array("relations.edge")[take], dtype=np.int64)
         return Adjacency(out_ptr, cols, data if data is not None else np.ones(len(cols)), edge)
+
+    def _small_walk(self) -> sp.csc_matrix | None:
+        """The walk as an in-memory CSC matrix when it has at most :data:`_SMALL_WALK`
+        entries (read once, on the first walk request), else None."""
+        with self._lock:
+            if "walk:small" not in self._maps:
+                indptr = self.array("walk.indptr")
+                small = None
+                if int(indptr[-1]) <= _SMALL_WALK:
+                    n = len(indptr) - 1
+                    small = sp.csc_matrix(
+                        (
+                            np.array(self.array("walk.data")),
+                            np.array(self.array("walk.indices")),
+                            np.array(indptr),
+                        ),
+                        shape=(n, n),
+                    )
+                self._maps["walk:small"] = small
+            return self._maps["walk:small"]
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         arr = self.array("relations.ids")

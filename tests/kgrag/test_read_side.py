@@ -256,3 +256,22 @@ def test_a_vector_without_its_record_is_a_clear_error(science_graph, tmp_path):
     db.close()
     with pytest.raises(StoreError, match=f"community {gone} has a vector but no record"):
         derive(copy, tmp_path / "out")
+
+
+def test_a_small_walk_held_in_memory_gives_the_mapped_columns(science_graph, monkeypatch):
+    from kgrag.store import mapped
+
+    def columns(reader) -> list[tuple[list[int], list[float]]]:
+        rows = np.array([0, 3, 1, reader.size("entities") + 2, 5])
+        adj = reader.adjacency("walk", rows)
+        spans = zip(adj.indptr[:-1].tolist(), adj.indptr[1:].tolist(), strict=True)
+        return [(adj.indices[a:b].tolist(), adj.data[a:b].tolist()) for a, b in spans]
+
+    with open_store(science_graph).reader() as reader:
+        held = columns(reader)
+        assert reader.serving._small_walk() is not None  # the science walk is small
+    monkeypatch.setattr(mapped, "_SMALL_WALK", 0)
+    with open_store(science_graph).reader() as reader:
+        assert reader.serving._small_walk() is None
+        assert columns(reader) == held
+    assert any(cols for cols, _ in held)
