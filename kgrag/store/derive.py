@@ -257,10 +257,13 @@ def _save_ids(out: Path, kind: str, ids: np.ndarray) -> np.ndarray:
 def _save_csr(out: Path, name: str, pairs: np.ndarray, n: int, dtype: Any) -> None:
     """Rows -> sorted distinct columns, from (row, column) pairs."""
     arr = np.unique(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), axis=0)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(indptr, arr[:, 0] + 1, 1)
-    np.save(out / f"{name}.indptr.npy", np.cumsum(indptr))
+    np.save(out / f"{name}.indptr.npy", _indptr(arr[:, 0], n))
     np.save(out / f"{name}.indices.npy", arr[:, 1].astype(dtype))
+
+
+def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointers of ``n`` rows for entries sorted by row ``rows``."""
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]).astype(np.int64)
 
 
 def _save_walk(
@@ -362,9 +365,7 @@ def _save_relations(out: Path, db: sqlite3.Connection, erows: _Rows) -> None:
     lengths = np.tile(np.where(said, 1.0, 1.5), 2)
     index = np.tile(np.arange(m, dtype=np.int64), 2)
     order = np.lexsort((cols, rows))
-    indptr = np.zeros(len(erows.sorted) + 1, dtype=np.int64)
-    np.add.at(indptr, rows + 1, 1)
-    np.save(out / "relations.indptr.npy", np.cumsum(indptr))
+    np.save(out / "relations.indptr.npy", _indptr(rows, len(erows.sorted)))
     np.save(out / "relations.indices.npy", cols[order].astype(_index_dtype(len(erows.sorted))))
     np.save(out / "relations.data.npy", lengths[order].astype(np.float32))  # 1 and 1.5: exact
     np.save(out / "relations.edge.npy", index[order].astype(_index_dtype(m)))

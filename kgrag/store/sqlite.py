@@ -175,8 +175,8 @@ class SQLiteGraphStore(GraphStore):
                     shutil.rmtree(tmp, ignore_errors=True)
         except OSError as exc:
             raise StoreError(
-                f"{folder}: this version predates its serving files and they cannot be "
-                f"written here ({exc}); open the graph once where it is writable"
+                f"{folder}: this version's serving files are missing or of an older format "
+                f"and cannot be written here ({exc}); open the graph once where it is writable"
             ) from exc
 
     def writer(self) -> SQLiteGraphWriter:
