@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_GRAPH ?= graphs/demo
 
-.PHONY: install demo test lint bench eval clean
+.PHONY: install demo test lint bench eval clean neo4j-build neo4j neo4j-stop
 
 install: $(VENV)/.installed
 
@@ -25,8 +25,23 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH) --op local -k 3 --unit chunk,path \
 		"In what county is the city where Harris W. Fawell was born?"
 
-test: install
+test: install neo4j-build
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+# Neo4j 5 Community (from Maven Central) inside the project's launcher, neo4j/; JDK 17
+NEO4J_BUILT := neo4j/target/classes/kgrag/neo4j/Launcher.class
+neo4j-build: $(NEO4J_BUILT)
+
+$(NEO4J_BUILT): neo4j/pom.xml neo4j/src/main/java/kgrag/neo4j/Launcher.java
+	mvn -q -B -f neo4j/pom.xml package
+	touch $@
+
+# a server in the background (data in neo4j/data/, git-ignored); its Bolt URI last
+neo4j: install neo4j-build
+	@$(BIN)/python -m kgrag.store.neo4j_local start
+
+neo4j-stop: install
+	@$(BIN)/python -m kgrag.store.neo4j_local stop
 
 lint: install
 	$(BIN)/ruff check kgrag ingest tests benchmarks

@@ -261,6 +261,7 @@ class Engine:
             if self._feedback is not None:
                 self._feedback.close()
         self.reader.close()
+        self.store.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -43,3 +43,33 @@ def science_reader(science_graph: Path):
 
     with open_store(science_graph).reader() as reader:
         yield reader
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri(tmp_path_factory: pytest.TempPathFactory):
+    """A real Neo4j 5 Community server for the session (the project's launcher, Bolt on
+    127.0.0.1, authentication off); its Bolt URI."""
+    from kgrag.store.neo4j_local import start
+
+    home = tmp_path_factory.mktemp("neo4j")
+    proc, uri = start(home, heap_mib=768)
+    yield uri
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except Exception:  # noqa: BLE001 - a server that will not stop is killed
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def science_neo4j(science_graph: Path, neo4j_uri: str) -> str:
+    """The science graph folder copied into Neo4j: the same records, rows and vectors."""
+    from kgrag.store import copy_graph, open_store
+
+    location = f"{neo4j_uri}/science"
+    target = open_store(location)
+    with open_store(science_graph).reader() as reader:
+        copy_graph(reader, target)
+    target.close()
+    return location

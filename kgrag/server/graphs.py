@@ -24,8 +24,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 LOG_LEVELS = ["debug", "info", "notice", "warning", "error"]
 
 
-def parse_spec(spec: str) -> tuple[str, Path]:
-    """``NAME=DIR`` or ``DIR`` (named after the folder) as (name, path)."""
+def parse_spec(spec: str) -> tuple[str, Path | str]:
+    """``NAME=DIR`` or ``DIR`` (named after the folder) as (name, path); DIR may be a
+    Neo4j URI (``neo4j://HOST:PORT/NAME``, named after its graph)."""
+    from ..store.neo4j import Location, is_uri
+
+    if is_uri(spec):
+        return Location.parse(spec).name, spec
     name, sep, path = spec.partition("=")
     if not sep:
         name, path = Path(spec.rstrip("/")).name, spec
@@ -34,7 +39,7 @@ def parse_spec(spec: str) -> tuple[str, Path]:
             f"graph name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)",
             field="graph",
         )
-    return name, Path(path)
+    return name, (path if is_uri(path) else Path(path))
 
 
 class Graphs:

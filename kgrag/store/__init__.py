@@ -1,4 +1,5 @@
-"""Graph stores. ``open_store`` returns the embedded SQLite + numpy store."""
+"""Graph stores. ``open_store`` returns the embedded SQLite + numpy store for a folder
+and the Neo4j store for a ``neo4j://`` / ``bolt://`` URI."""
 
 from __future__ import annotations
 
@@ -19,11 +20,45 @@ from .sqlite import SQLiteGraphStore
 def open_store(
     root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = 200_000
 ) -> GraphStore:
-    """The graph folder ``root`` (it need not exist yet)."""
+    """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
+    (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""
+    from .neo4j import is_uri
+
+    if is_uri(root):
+        from .neo4j import Neo4jGraphStore
+
+        return Neo4jGraphStore(str(root), keep_versions=keep_versions, ann_min_rows=ann_min_rows)
     return SQLiteGraphStore(root, keep_versions=keep_versions, ann_min_rows=ann_min_rows)
 
 
+def copy_graph(reader: GraphReader, target: GraphStore) -> str:
+    """Write the version ``reader`` sees as a new version of ``target`` (every record
+    and vector; the serving structures are derived again): a folder graph into Neo4j,
+    or back. The new version's id."""
+    with target.writer() as w:
+        w.add("documents", reader.documents())
+        w.add("chunks", reader.chunks())
+        w.add("sentences", reader.sentences())
+        w.add("entities", reader.entities())
+        w.add("mentions", reader.mentions())
+        w.add("relations", reader.relations())
+        w.add("synonyms", reader.synonyms())
+        w.add("communities", reader.communities())
+        w.add("tree_nodes", reader.tree_nodes())
+        for kind in VECTOR_KINDS:
+            ids, matrix = reader.vectors(kind)
+            if ids:
+                w.add_vectors(kind, ids, matrix)
+        meta = {
+            k: v
+            for k, v in reader.manifest.items()
+            if k not in ("indexVersion", "created", "counts")
+        }
+        return w.commit(meta)
+
+
 __all__ = [
+    "copy_graph",
     "GRAPHS",
     "Adjacency",
     "RECORD_KINDS",

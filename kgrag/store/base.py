@@ -282,3 +282,6 @@ class GraphStore(ABC):
     @abstractmethod
     def writer(self) -> GraphWriter:
         """Begin writing a new version."""
+
+    def close(self) -> None:  # noqa: B027 - optional: a folder holds no connection
+        """Release the store's connections (a folder holds none)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import numpy as np
 import pytest
@@ -22,12 +23,39 @@ from kgrag.types import (
     TreeNode,
 )
 
-STORES = [pytest.param(SQLiteGraphStore, id="sqlite")]
+
+def _sqlite(request, tmp_path):
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+
+
+def _neo4j(request, tmp_path):
+    from kgrag.store.neo4j import Neo4jGraphStore
+
+    uri = request.getfixturevalue("neo4j_uri")
+    return Neo4jGraphStore(f"{uri}/t{uuid.uuid4().hex[:12]}", keep_versions=2)
+
+
+STORES = [pytest.param(_sqlite, id="sqlite"), pytest.param(_neo4j, id="neo4j")]
 
 
 @pytest.fixture(params=STORES)
 def store(request, tmp_path):
-    return request.param(tmp_path / "g", keep_versions=2)
+    s = request.param(request, tmp_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def folder_store(tmp_path):
+    """The embedded store, for what only a folder has (its files)."""
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+
+
+def _leftovers(store) -> list[str]:
+    """What a writer left behind that no published version owns."""
+    if isinstance(store, SQLiteGraphStore):
+        return [p.name for p in (store.root / "versions").glob(".tmp-*")]
+    return sorted(store._tags_written() - set(store.versions()))
 
 
 def _records(tag: str = "") -> dict[str, list]:
@@ -134,10 +162,11 @@ def test_an_aborted_write_publishes_nothing(store):
         w.add("documents", _records("x")["documents"])
         raise RuntimeError("crash")
     assert store.current() == v1 and store.versions() == [v1]
-    assert not list((store.root / "versions").glob(".tmp-*"))
+    assert _leftovers(store) == []
 
 
-def test_leftovers_of_a_dead_writer_are_cleaned_and_ignored(store):
+def test_leftovers_of_a_dead_writer_are_cleaned_and_ignored(folder_store):
+    store = folder_store
     v1 = _write(store, "1")
     stale = store.root / "versions" / ".tmp-999-dead"
     (stale / "vectors").mkdir(parents=True)
@@ -149,10 +178,14 @@ def test_leftovers_of_a_dead_writer_are_cleaned_and_ignored(store):
     assert not stale.exists()
 
 
-def test_empty_and_broken_stores_fail_clearly(store, tmp_path):
-    assert store.current() is None
+def test_an_empty_store_fails_clearly(store):
+    assert store.current() is None and store.versions() == []
     with pytest.raises(StoreError, match="no graph here"):
         store.reader()
+
+
+def test_a_broken_manifest_fails_clearly(folder_store):
+    store = folder_store
     _write(store)
     manifest = store.root / "manifest.json"
     data = json.loads(manifest.read_text())

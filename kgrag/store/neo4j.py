@@ -1,0 +1,1232 @@
+"""A graph in Neo4j, behind the same store interface as the embedded store.
+
+    kgrag ingest docs/ --graph neo4j://127.0.0.1:7687/NAME[?database=DB]
+
+NAME is the graph's name inside the database (several graphs share one); the
+credentials come from ``KGRAG_NEO4J_USER`` / ``KGRAG_NEO4J_PASSWORD`` (no
+authentication when neither is set).
+
+**Versions.** A version is written under its own labels: every node carries
+its kind's label (``Chunk``, ``Entity``, ...) and that kind's label for the
+version (``Chunk_<tag>``, the tag naming the graph and version), which is what
+the version's indexes and constraints cover. The graph's ``:KgragGraph`` node
+holds the manifest; a commit writes the whole version first, waits for its
+indexes, and then replaces the manifest in one transaction, so readers never see
+half a build, and a reader pinned to a version keeps reading its labels until
+the version is collected (the oldest beyond ``keep_versions``).
+
+**Write side.** A writer stages the version in a private embedded store (SQLite
+and numpy, in a temporary folder), derives the same serving structures the
+embedded store serves from (:mod:`kgrag.store.derive`: rows, the PageRank walk,
+relation and title-link adjacency, name keys, per-entity statistics), and
+uploads it all with batched ``UNWIND`` writes. Derived per-row structures are
+properties of the row's node (``walk``/``walk_w``, ``rel``/``rel_len``/
+``rel_edge``, ``mentioned``, ``links``); the graph itself is there as
+relationships for people and Cypher: ``(:Chunk)-[:PART_OF]->(:Document)``,
+``(:Chunk)-[:MENTIONS {count}]->(:Entity)``, ``(:Entity)-[:RELATED {id,
+predicate, kind, weight, evidence}]->(:Entity)``, ``(:Entity)-[:SYNONYM]->``,
+``(:Chunk)-[:NAMES]->(:Chunk)`` (title links), ``(:Community)-[:CHILD_OF]->``,
+``(:TreeNode)-[:SUMMARIZES]->``.
+
+**Read side.** Each query-side method is one Cypher query: nearest neighbours
+through the version's vector indexes (candidates re-scored by exact cosines),
+BM25 through its full-text indexes (Lucene's BM25 with the English analyzer:
+the same words and stems as the embedded store's porter tokenizer, but Lucene
+scores each field on its own and normalises lengths per field, so scores and
+near-ties differ), adjacency and attributes by row through range indexes, the
+full dense scan as ``vector.similarity.cosine`` over the version's chunks.
+Nothing loads a whole label into Python except the record readers asked for
+everything (``chunks()`` with no ids), as the embedded store does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+from ..errors import InvalidParams, StoreError, VersionGone
+from ..types import (
+    Chunk,
+    Community,
+    Document,
+    Entity,
+    Mention,
+    Relation,
+    Sentence,
+    Synonym,
+    TreeNode,
+)
+from . import schema
+from .base import (
+    GRAPHS,
+    RECORD_KINDS,
+    VECTOR_KINDS,
+    Adjacency,
+    GraphReader,
+    GraphStore,
+    GraphWriter,
+)
+from .derive import SERVING
+
+SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+_URI = re.compile("^(?:" + "|".join(re.escape(s) for s in SCHEMES) + ")://", re.IGNORECASE)
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+FORMAT = "kgrag-neo4j"
+BATCH = 5000  # rows per UNWIND
+#: node label of each kind
+LABELS = {
+    "documents": "Document",
+    "chunks": "Chunk",
+    "sentences": "Sentence",
+    "entities": "Entity",
+    "facts": "Fact",
+    "communities": "Community",
+    "tree_nodes": "TreeNode",
+    "names": "NameKey",
+    "sentence_keys": "SentenceKey",
+}
+#: full-text indexed properties of the sparse kinds
+FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
+_ATTRS = {
+    "chunks": ("title",),
+    "entities": ("chunks", "degree"),
+    "communities": ("level", "rating", "size", "id_rank", "canonical", "hierarchy"),
+}
+_WORD = re.compile(r"\w+")
+
+
+def is_uri(location: str | Path) -> bool:
+    """Whether a graph location names a Neo4j server rather than a folder."""
+    return isinstance(location, str) and bool(_URI.match(location))
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A parsed ``scheme://host:port/NAME[?database=DB]``."""
+
+    uri: str  # the server, without the graph name
+    name: str
+    database: str | None
+
+    @classmethod
+    def parse(cls, location: str) -> Location:
+        parts = urlsplit(location)
+        name = parts.path.strip("/")
+        if parts.username or parts.password:
+            raise InvalidParams(
+                f"{_safe(location)}: credentials do not go in the URI; set "
+                "KGRAG_NEO4J_USER and KGRAG_NEO4J_PASSWORD",
+                field="graph",
+            )
+        if not parts.hostname:
+            raise InvalidParams(f"{location}: no host in the Neo4j URI", field="graph")
+        if not _NAME.match(name):
+            raise InvalidParams(
+                f"{location}: the path must be the graph's name (letters, digits, '.', '_', "
+                "'-'; at most 64), as in neo4j://127.0.0.1:7687/NAME",
+                field="graph",
+            )
+        query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = sorted(set(query) - {"database"})
+        if unknown:
+            raise InvalidParams(
+                f"{location}: unknown URI option {unknown[0]!r} (known: database)", field="graph"
+            )
+        database = query.get("database", [None])[0] or None
+        try:
+            port = parts.port or 7687
+        except ValueError as exc:
+            raise InvalidParams(f"{location}: bad port: {exc}", field="graph") from exc
+        return cls(f"{parts.scheme}://{parts.hostname}:{port}", name, database)
+
+
+def _safe(location: str) -> str:
+    return re.sub(r"//[^@/]*@", "//", location)
+
+
+def _tag(name: str, version: str) -> str:
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return f"g{digest}_{version}"
+
+
+def _label(kind: str, tag: str) -> str:
+    return f"{LABELS[kind]}_{tag}"
+
+
+class Neo4jGraphStore(GraphStore):
+    """One named graph in a Neo4j database."""
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        keep_versions: int = 3,
+        ann_min_rows: int = 200_000,
+        driver: Any = None,
+    ) -> None:
+        self.location = Location.parse(location)
+        self.keep_versions = keep_versions
+        self.name = self.location.name
+        # sidecars (feedback.sqlite) live in a local folder named after the graph
+        cache = Path(os.environ.get("KGRAG_NEO4J_SIDECARS", Path.home() / ".cache" / "kgrag"))
+        host = re.sub(r"[^A-Za-z0-9._-]", "_", self.location.uri.split("://", 1)[1])
+        self.root = cache / "neo4j" / host / (self.location.database or "default") / self.name
+        with contextlib.suppress(OSError):
+            self.root.mkdir(parents=True, exist_ok=True)
+        self._driver = driver or _connect(self.location)
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def run(self, cypher: str, **params: Any) -> list[Any]:
+        """Run one auto-committed query; its records."""
+        from neo4j.exceptions import Neo4jError, ServiceUnavailable
+
+        try:
+            with self._driver.session(database=self.location.database) as s:
+                return list(s.run(cypher, **params))
+        except ServiceUnavailable as exc:
+            raise StoreError(
+                f"{self.location.uri}: Neo4j is unreachable: {_one_line(exc)}"
+            ) from exc
+        except Neo4jError as exc:
+            raise StoreError(f"{self.location.uri}: {exc.code}: {exc.message}") from exc
+
+    def write(self, cypher: str, rows: Sequence[dict[str, Any]], **params: Any) -> None:
+        """``UNWIND $rows AS row`` + ``cypher``, in batches, each its own transaction."""
+        for i in range(0, len(rows), BATCH):
+            self.run(f"UNWIND $rows AS row {cypher}", rows=list(rows[i : i + BATCH]), **params)
+
+    def close(self) -> None:
+        """Nothing to release: connections are pooled per server for the process
+        (one driver per server, as Neo4j advises) and closed at exit."""
+
+    # -- the manifest -----------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any]:
+        found = self.run("MATCH (g:KgragGraph {name: $name}) RETURN g.manifest", name=self.name)
+        if not found or not found[0][0]:
+            return {}
+        data: dict[str, Any] = json.loads(found[0][0])
+        if data.get("format") != FORMAT:
+            raise StoreError(f"{self.location.uri}/{self.name}: not a kgrag graph")
+        return data
+
+    def versions(self) -> list[str]:
+        return sorted(self.manifest().get("versions", {}))
+
+    def current(self) -> str | None:
+        version: str | None = self.manifest().get("indexVersion")
+        return version
+
+    def reader(self, version: str | None = None) -> Neo4jGraphReader:
+        manifest = self.manifest()
+        if not manifest:
+            raise StoreError(
+                f"{self.location.uri}/{self.name}: no graph here (run `kgrag ingest ... "
+                f"--graph {self.location.uri}/{self.name}`)"
+            )
+        version = version or manifest["indexVersion"]
+        if version not in manifest["versions"]:
+            raise VersionGone(f"indexVersion {version!r} is no longer stored", indexVersion=version)
+        meta = dict(manifest["versions"][version], indexVersion=version)
+        return Neo4jGraphReader(self, version, meta)
+
+    def writer(self) -> Neo4jGraphWriter:
+        return Neo4jGraphWriter(self)
+
+    # -- used by the writer -----------------------------------------------------------
+
+    def _lock(self, token: str) -> None:
+        """Take the graph's writer lock (one writer at a time); a lock whose holder
+        is a dead process on this machine is taken over."""
+        self.run("MERGE (g:KgragGraph {name: $name})", name=self.name)
+        for _ in range(600):
+            got = self.run(
+                "MATCH (g:KgragGraph {name: $name}) "
+                "WITH g, coalesce(g.writer, '') AS held "
+                "SET g.writer = CASE WHEN held = '' THEN $token ELSE held END "
+                "RETURN g.writer = $token, held",
+                name=self.name,
+                token=token,
+            )
+            ok, held = bool(got[0][0]), str(got[0][1])
+            if ok:
+                return
+            if _dead_holder(held):
+                self.run(
+                    "MATCH (g:KgragGraph {name: $name}) WHERE g.writer = $held "
+                    "SET g.writer = $token",
+                    name=self.name,
+                    held=held,
+                    token=token,
+                )
+                continue
+            time.sleep(0.5)
+        raise StoreError(f"{self.location.uri}/{self.name}: another writer holds the graph")
+
+    def _unlock(self, token: str) -> None:
+        with contextlib.suppress(StoreError):
+            self.run(
+                "MATCH (g:KgragGraph {name: $name}) WHERE g.writer = $token REMOVE g.writer",
+                name=self.name,
+                token=token,
+            )
+
+    def _tags_written(self) -> set[str]:
+        """Versions with indexes in the database (published or left by a dead writer)."""
+        prefix = f"kg_{_tag(self.name, '')}"
+        found = self.run("SHOW INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix)
+        return {str(r[0])[len(prefix) :].split("__")[0] for r in found}
+
+    def _drop(self, version: str) -> None:
+        """Delete a version's nodes and drop its indexes."""
+        tag = _tag(self.name, version)
+        for kind in LABELS:
+            label = _label(kind, tag)
+            self.run(
+                f"MATCH (n:`{label}`) CALL {{ WITH n DETACH DELETE n }} "
+                "IN TRANSACTIONS OF 10000 ROWS"
+            )
+        prefix = f"kg_{tag}__"
+        for (name,) in self.run(
+            "SHOW CONSTRAINTS YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix
+        ):
+            self.run(f"DROP CONSTRAINT `{name}` IF EXISTS")
+        for (name,) in self.run(
+            "SHOW INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix
+        ):
+            self.run(f"DROP INDEX `{name}` IF EXISTS")
+
+
+def _dead_holder(held: str) -> bool:
+    host, _, pid = held.rpartition(":")[0].rpartition(":")
+    if pid == "" or host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+_DRIVERS: dict[tuple[str, Any], Any] = {}
+_DRIVERS_LOCK = threading.Lock()
+
+
+def _close_drivers() -> None:
+    with _DRIVERS_LOCK:
+        for driver in _DRIVERS.values():
+            with contextlib.suppress(Exception):
+                driver.close()
+        _DRIVERS.clear()
+
+
+atexit.register(_close_drivers)
+
+
+def _connect(location: Location) -> Any:
+    """The process's driver for the server ``location`` names (made once)."""
+    user = os.environ.get("KGRAG_NEO4J_USER")
+    password = os.environ.get("KGRAG_NEO4J_PASSWORD")
+    auth = (user or "neo4j", password or "") if (user or password) else None
+    key = (location.uri, auth)
+    with _DRIVERS_LOCK:
+        if key not in _DRIVERS:
+            _DRIVERS[key] = _new_driver(location, auth)
+        return _DRIVERS[key]
+
+
+def _new_driver(location: Location, auth: Any) -> Any:
+    try:
+        import neo4j
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise StoreError("the neo4j Python driver is not installed") from exc
+    driver = None
+    try:
+        driver = neo4j.GraphDatabase.driver(
+            location.uri, auth=auth, connection_timeout=10, notifications_min_severity="OFF"
+        )
+        driver.verify_connectivity()
+    except BaseException as exc:
+        if driver is not None:
+            driver.close()
+        if isinstance(exc, neo4j.exceptions.AuthError):
+            raise StoreError(
+                f"{location.uri}: Neo4j refused the credentials: {exc.message}"
+            ) from exc
+        if isinstance(exc, (neo4j.exceptions.ServiceUnavailable, OSError)):
+            raise StoreError(f"{location.uri}: Neo4j is unreachable: {_one_line(exc)}") from exc
+        if isinstance(exc, (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError)):
+            raise StoreError(f"{location.uri}: cannot connect to Neo4j: {_one_line(exc)}") from exc
+        raise
+    return driver
+
+
+# -- the write side ------------------------------------------------------------------------
+
+
+class Neo4jGraphWriter(GraphWriter):
+    """Stages a version in a private embedded store, then uploads and publishes it."""
+
+    def __init__(self, store: Neo4jGraphStore) -> None:
+        from .sqlite import SQLiteGraphStore
+
+        self.store = store
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        store._lock(self.token)
+        self._done = False
+        try:
+            published = set(store.versions())
+            for stale in store._tags_written() - published:  # left by a writer that died
+                store._drop(stale)
+            self._tmp = Path(tempfile.mkdtemp(prefix="kgrag-neo4j-"))
+            # no HNSW files: Neo4j's vector indexes answer nearest neighbours
+            self._stage = SQLiteGraphStore(self._tmp, keep_versions=1, ann_min_rows=2**62)
+            self._writer = self._stage.writer()
+        except BaseException:
+            store._unlock(self.token)
+            raise
+
+    def add(self, kind: str, records: Iterable[Any]) -> None:
+        self._writer.add(kind, records)
+
+    def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:
+        self._writer.add_vectors(kind, ids, matrix)
+
+    def commit(self, meta: dict[str, Any]) -> str:
+        staged = self._writer.commit(meta)
+        store = self.store
+        manifest = store.manifest() or {"format": FORMAT, "schema": schema.SCHEMA_VERSION}
+        known = [*manifest.get("versions", {}), *store._tags_written()]
+        numbers = [int(v[1:]) for v in known if re.fullmatch(r"v\d{6}", v)] or [0]
+        version = f"v{max(numbers) + 1:06d}"
+        folder = self._tmp / "versions" / staged
+        upload(store, _tag(store.name, version), folder)
+        version_meta = json.loads((folder / "version.json").read_text())
+        with self._stage.reader(staged) as reader:
+            version_meta["counts"] = reader.counts()
+        _crash_point("neo4j-before-publish")  # uploaded, not published
+        versions = dict(manifest.get("versions", {}))
+        versions[version] = version_meta
+        dropped = sorted(versions)[: max(0, len(versions) - store.keep_versions)]
+        for old in dropped:
+            versions.pop(old)
+        manifest.update(indexVersion=version, versions=versions)
+        done = store.run(
+            "MATCH (g:KgragGraph {name: $name}) WHERE g.writer = $token "
+            "SET g.manifest = $manifest RETURN count(g)",
+            name=store.name,
+            token=self.token,
+            manifest=json.dumps(manifest, sort_keys=True),
+        )
+        if not done or not done[0][0]:
+            raise StoreError(f"{store.location.uri}/{store.name}: lost the writer lock")
+        for old in dropped:
+            store._drop(old)
+        self._finish()
+        return version
+
+    def abort(self) -> None:
+        if self._done:
+            return
+        with contextlib.suppress(Exception):
+            self._writer.abort()
+        self._finish()
+
+    def _finish(self) -> None:
+        self._done = True
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        self.store._unlock(self.token)
+
+
+def _crash_point(name: str) -> None:
+    if os.environ.get("KGRAG_CRASH_AT") == name:  # tests: die here, as a killed process would
+        os.kill(os.getpid(), 9)
+
+
+def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
+    """Write the staged version ``folder`` (an embedded version with serving files)
+    into Neo4j under ``tag``, indexes included; nothing is published."""
+    serving = folder / SERVING
+
+    def arr(name: str) -> np.ndarray:
+        return np.load(serving / f"{name}.npy", mmap_mode="r")
+
+    def ids(kind: str) -> list[str]:
+        return [b.decode() for b in np.asarray(arr(f"ids.{kind}")).tolist()]
+
+    def vectors(kind: str) -> np.ndarray:
+        path = folder / "vectors" / f"{kind}.npy"
+        return np.load(path) if path.exists() else np.zeros((0, 0), dtype=np.float32)
+
+    def csr(graph: str, i: int) -> np.ndarray:
+        indptr, indices = csrs[graph]
+        return np.asarray(indices[int(indptr[i]) : int(indptr[i + 1])])
+
+    csrs = {g: (arr(f"{g}.indptr"), arr(f"{g}.indices")) for g in GRAPHS}
+    walk_data, rel_data, rel_edge = arr("walk.data"), arr("relations.data"), arr("relations.edge")
+    db = sqlite3.connect(f"file:{folder / 'graph.sqlite'}?mode=ro", uri=True)
+    L = {kind: _label(kind, tag) for kind in LABELS}  # noqa: N806
+    dims = {}
+    _indexes(store, tag, L)
+
+    def node_rows(kind: str) -> Iterator[tuple[int, str, list[float] | None]]:
+        vec = vectors(kind)
+        for row, id_ in enumerate(ids(kind)):
+            yield row, id_, vec[row].tolist() if len(vec) else None
+
+    def put(kind: str, rows: list[dict[str, Any]], extra: str = "") -> None:
+        labels = f"{LABELS[kind]}:`{L[kind]}`"
+        store.write(
+            f"CREATE (n:{labels}) SET n = row.props {extra}"
+            + (
+                " WITH n, row WHERE row.vec IS NOT NULL "
+                "CALL db.create.setNodeVectorProperty(n, 'vec', row.vec)"
+            ),
+            rows,
+        )
+
+    chunk_vertex = np.asarray(arr("chunk_vertex"))
+    titles = np.asarray(arr("attr.chunks.title"))
+    title_entity = np.asarray(arr("title_entity"))
+    link_in = np.asarray(arr("link_in"))
+    walk_ptr = arr("walk.indptr")
+
+    def walk_of(vertex: int) -> dict[str, Any]:
+        a, b = int(walk_ptr[vertex]), int(walk_ptr[vertex + 1])
+        return {
+            "walk": np.asarray(csrs["walk"][1][a:b]).tolist(),
+            "walk_w": np.asarray(walk_data[a:b], dtype=np.float64).tolist(),
+        }
+
+    # documents
+    docs = [
+        {"props": {"id": r[0], "title": r[1], "rec": json.dumps(list(r))}}
+        for r in db.execute("SELECT id, title, uri, meta, text, sections FROM documents")
+    ]
+    store.write(f"CREATE (n:Document:`{L['documents']}`) SET n = row.props", docs)
+    # chunks
+    rec = {
+        r[0]: r
+        for r in db.execute(f"SELECT {schema.CHUNK_COLUMNS} FROM chunks")  # noqa: S608
+    }
+    rows = []
+    for row, id_, vec in node_rows("chunks"):
+        r = rec.pop(id_)
+        v = int(chunk_vertex[row])
+        links = csr("links", row)
+        props = {
+            "id": id_,
+            "row": row,
+            "vertex": v,
+            "doc_id": r[1],
+            "idx": r[2],
+            "text": r[3],
+            "context": r[4],
+            "title": titles[row].decode(),
+            "title_entity": int(title_entity[row]),
+            "mentioned": csr("mentions", row).tolist(),
+            "links": links.tolist(),
+            "links_in": link_in[links].astype(np.int64).tolist(),
+            "rec": json.dumps(list(r)),
+            **walk_of(v),
+        }
+        rows.append({"props": props, "vec": vec})
+    if rec:
+        raise StoreError(f"{len(rec)} chunks have no vector; the build is incomplete")
+    put("chunks", rows, "SET n:`Vertex_" + tag + "`")
+    dims["chunks"] = len(rows[0]["vec"]) if rows and rows[0]["vec"] else 0
+    # sentences
+    srec = {
+        f"{r[0]}#{r[1]}": r
+        for r in db.execute('SELECT chunk_id, idx, start, "end", entity_ids FROM sentences')
+    }
+    rows = []
+    for row, id_, vec in node_rows("sentences"):
+        r = srec.pop(id_)
+        rows.append(
+            {
+                "props": {"id": id_, "row": row, "chunk_id": r[0], "rec": json.dumps(list(r))},
+                "vec": vec,
+            }
+        )
+    rows += [
+        {"props": {"id": id_, "row": -1, "chunk_id": r[0], "rec": json.dumps(list(r))}, "vec": None}
+        for id_, r in srec.items()
+    ]
+    put("sentences", rows)
+    # entities
+    erec = {r[0]: r for r in db.execute("SELECT id, name, type, aliases FROM entities")}
+    attrs = {name: np.asarray(arr(f"attr.entities.{name}")) for name in _ATTRS["entities"]}
+    rel_ptr = csrs["relations"][0]
+    rows = []
+    for row, id_, vec in node_rows("entities"):
+        r = erec.pop(id_)
+        a, b = int(rel_ptr[row]), int(rel_ptr[row + 1])
+        props = {
+            "id": id_,
+            "row": row,
+            "vertex": row,
+            "name": r[1],
+            "type": r[2],
+            "rec": json.dumps(list(r)),
+            "a_chunks": int(attrs["chunks"][row]),
+            "a_degree": int(attrs["degree"][row]),
+            "rel": np.asarray(csrs["relations"][1][a:b]).tolist(),
+            "rel_len": np.asarray(rel_data[a:b], dtype=np.float64).tolist(),
+            "rel_edge": np.asarray(rel_edge[a:b], dtype=np.int64).tolist(),
+            **walk_of(row),
+        }
+        rows.append({"props": props, "vec": vec})
+    rows += [
+        {
+            "props": {"id": i, "row": -1, "name": r[1], "type": r[2], "rec": json.dumps(list(r))},
+            "vec": None,
+        }
+        for i, r in erec.items()
+    ]
+    put("entities", rows, "SET n:`Vertex_" + tag + "`")
+    # facts (the vectors of stated relations) and the relations themselves
+    rows = [{"props": {"id": id_, "row": row}, "vec": vec} for row, id_, vec in node_rows("facts")]
+    put("facts", rows)
+    edge_of = {rid: i for i, rid in enumerate(ids_of(arr("relations.ids")))}
+    rels = [
+        {
+            "src": r[1],
+            "dst": r[3],
+            "props": {
+                "id": r[0],
+                "predicate": r[2],
+                "weight": r[4],
+                "kind": r[5],
+                "evidence": json.loads(r[6]),
+                "edge": edge_of.get(r[0], -1),
+                "rec": json.dumps(list(r)),
+            },
+        }
+        for r in db.execute("SELECT id, src, predicate, dst, weight, kind, evidence FROM relations")
+    ]
+    store.write(
+        f"MATCH (a:`{L['entities']}` {{id: row.src}}), (b:`{L['entities']}` {{id: row.dst}}) "
+        "CREATE (a)-[x:RELATED]->(b) SET x = row.props",
+        rels,
+    )
+    store.write(
+        f"MATCH (c:`{L['chunks']}` {{id: row.chunk}}), (e:`{L['entities']}` {{id: row.entity}}) "
+        "CREATE (c)-[:MENTIONS {count: row.count}]->(e)",
+        [
+            {"entity": r[0], "chunk": r[1], "count": r[2]}
+            for r in db.execute("SELECT entity_id, chunk_id, count FROM mentions")
+        ],
+    )
+    store.write(
+        f"MATCH (a:`{L['entities']}` {{id: row.src}}), (b:`{L['entities']}` {{id: row.dst}}) "
+        "CREATE (a)-[:SYNONYM {score: row.score}]->(b)",
+        [
+            {"src": r[0], "dst": r[1], "score": r[2]}
+            for r in db.execute("SELECT src, dst, score FROM synonyms")
+        ],
+    )
+    store.write(
+        f"MATCH (c:`{L['chunks']}` {{id: row.chunk}}), (d:`{L['documents']}` {{id: row.doc}}) "
+        "CREATE (c)-[:PART_OF]->(d)",
+        [{"chunk": r[0], "doc": r[1]} for r in db.execute("SELECT id, doc_id FROM chunks")],
+    )
+    chunk_ids = ids("chunks")
+    store.write(
+        f"MATCH (a:`{L['chunks']}` {{row: row.a}}), (b:`{L['chunks']}` {{row: row.b}}) "
+        "CREATE (a)-[:NAMES]->(b)",
+        [
+            {"a": row, "b": int(t)}
+            for row in range(len(chunk_ids))
+            for t in csr("links", row).tolist()
+        ],
+    )
+    # communities
+    crec = {r[0]: r for r in db.execute("SELECT * FROM communities")}
+    cattrs = {n: np.asarray(arr(f"attr.communities.{n}")) for n in _ATTRS["communities"]}
+    rows = []
+    for row, id_, vec in node_rows("communities"):
+        r = crec.pop(id_)
+        props = {
+            "id": id_,
+            "row": row,
+            "level": r[1],
+            "report": r[5],
+            "rec": json.dumps(list(r)),
+            **{f"a_{n}": _plain(v[row]) for n, v in cattrs.items()},
+        }
+        rows.append({"props": props, "vec": vec})
+    rows += [
+        {
+            "props": {
+                "id": i,
+                "row": -1,
+                "level": r[1],
+                "report": r[5],
+                "rec": json.dumps(list(r)),
+            },
+            "vec": None,
+        }
+        for i, r in crec.items()
+    ]
+    put("communities", rows)
+    store.write(
+        f"MATCH (a:`{L['communities']}` {{id: row.a}}), (b:`{L['communities']}` {{id: row.b}}) "
+        "CREATE (a)-[:CHILD_OF]->(b)",
+        [
+            {"a": r[0], "b": r[1]}
+            for r in db.execute("SELECT id, parent FROM communities WHERE parent IS NOT NULL")
+        ],
+    )
+    # tree nodes
+    trec = {r[0]: r for r in db.execute("SELECT * FROM tree_nodes")}
+    rows = []
+    for row, id_, vec in node_rows("tree_nodes"):
+        r = trec.pop(id_)
+        rows.append(
+            {
+                "props": {
+                    "id": id_,
+                    "row": row,
+                    "level": r[1],
+                    "summary": r[3],
+                    "rec": json.dumps(list(r)),
+                },
+                "vec": vec,
+            }
+        )
+    rows += [
+        {
+            "props": {
+                "id": i,
+                "row": -1,
+                "level": r[1],
+                "summary": r[3],
+                "rec": json.dumps(list(r)),
+            },
+            "vec": None,
+        }
+        for i, r in trec.items()
+    ]
+    put("tree_nodes", rows)
+    children = [
+        {"a": r[0], "b": c}
+        for r in db.execute("SELECT id, children FROM tree_nodes")
+        for c in json.loads(r[1])
+    ]
+    store.write(
+        f"MATCH (a:`{L['tree_nodes']}` {{id: row.a}}) "
+        f"OPTIONAL MATCH (t:`{L['tree_nodes']}` {{id: row.b}}) "
+        f"OPTIONAL MATCH (c:`{L['chunks']}` {{id: row.b}}) "
+        "WITH a, coalesce(t, c) AS b WHERE b IS NOT NULL CREATE (a)-[:SUMMARIZES]->(b)",
+        children,
+    )
+    # name keys
+    names = sqlite3.connect(f"file:{serving / 'names.sqlite'}?mode=ro", uri=True)
+    for kind, table in (("names", "names"), ("sentence_keys", "sentences")):
+        store.write(
+            f"CREATE (n:{LABELS[kind]}:`{L[kind]}`) SET n = row",
+            [{"key": k, "row": r} for k, r in names.execute(f"SELECT key, row FROM {table}")],  # noqa: S608
+        )
+    names.close()
+    db.close()
+    _vector_indexes(store, tag, L, folder)
+    store.run("CALL db.awaitIndexes(600)")
+
+
+def ids_of(arr: np.ndarray) -> list[str]:
+    return [b.decode() for b in np.asarray(arr).tolist()]
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def _indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str]) -> None:
+    """Constraints and range indexes of a version, made before its nodes."""
+    p = f"kg_{tag}__"
+    for kind in (
+        "documents",
+        "chunks",
+        "entities",
+        "facts",
+        "communities",
+        "tree_nodes",
+        "sentences",
+    ):
+        store.run(
+            f"CREATE CONSTRAINT `{p}{kind}_id` IF NOT EXISTS "
+            f"FOR (n:`{labels[kind]}`) REQUIRE n.id IS UNIQUE"
+        )
+    for kind in ("chunks", "entities", "facts", "communities", "tree_nodes", "sentences"):
+        store.run(f"CREATE INDEX `{p}{kind}_row` IF NOT EXISTS FOR (n:`{labels[kind]}`) ON (n.row)")
+    index = "CREATE INDEX `{}` IF NOT EXISTS FOR (n:`{}`) ON (n.{})"
+    store.run(index.format(f"{p}sentences_chunk", labels["sentences"], "chunk_id"))
+    store.run(f"CREATE INDEX `{p}vertex` IF NOT EXISTS FOR (n:`Vertex_{tag}`) ON (n.vertex)")
+    store.run(index.format(f"{p}communities_level", labels["communities"], "level"))
+    store.run(index.format(f"{p}tree_nodes_level", labels["tree_nodes"], "level"))
+    for kind in ("names", "sentence_keys"):
+        store.run(f"CREATE INDEX `{p}{kind}` IF NOT EXISTS FOR (n:`{labels[kind]}`) ON (n.key)")
+    store.run("CREATE INDEX kg_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)")
+    store.run("CREATE INDEX kg_related_edge IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.edge)")
+    store.run("CREATE INDEX kg_graph_name IF NOT EXISTS FOR (g:KgragGraph) ON (g.name)")
+
+
+def _vector_indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str], folder: Path) -> None:
+    p = f"kg_{tag}__"
+    for kind in VECTOR_KINDS:
+        path = folder / "vectors" / f"{kind}.npy"
+        if not path.exists():
+            continue
+        shape = np.load(path, mmap_mode="r").shape
+        if shape[0] == 0:
+            continue
+        store.run(
+            f"CREATE VECTOR INDEX `{p}{kind}_vec` IF NOT EXISTS "
+            f"FOR (n:`{labels[kind]}`) ON (n.vec) "
+            "OPTIONS {indexConfig: {`vector.dimensions`: $dim, "
+            "`vector.similarity_function`: 'cosine'}}",
+            dim=int(shape[1]),
+        )
+    for kind, props in FULLTEXT.items():
+        on = ", ".join(f"n.{x}" for x in props)
+        store.run(
+            f"CREATE FULLTEXT INDEX `{p}{kind}_text` IF NOT EXISTS FOR (n:`{labels[kind]}`) "
+            f"ON EACH [{on}] OPTIONS {{indexConfig: {{`fulltext.analyzer`: 'english'}}}}"
+        )
+
+
+# -- the read side --------------------------------------------------------------------------
+
+
+class RemoteMatrix:
+    """The vectors of one kind, read from Neo4j by row: ``m[rows]`` fetches them,
+    ``m @ q`` scores every row in the database."""
+
+    def __init__(self, reader: Neo4jGraphReader, kind: str) -> None:
+        self.reader, self.kind = reader, kind
+        self.shape = (reader.size(kind), int(reader.manifest.get("dim", 0)))
+        self.dtype = np.dtype(np.float32)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        if isinstance(rows, (int, np.integer)):
+            return self.reader.vectors_of(self.kind, np.array([int(rows)]))[0]
+        if isinstance(rows, slice):
+            rows = np.arange(self.shape[0])[rows]
+        return self.reader.vectors_of(self.kind, np.asarray(rows, dtype=np.int64))
+
+    def __matmul__(self, q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, dtype=np.float32)
+        if q.ndim == 1:
+            return self.reader.similarity(self.kind, q)
+        return np.stack([self.reader.similarity(self.kind, q[:, j]) for j in range(q.shape[1])], 1)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self[np.arange(self.shape[0])]
+        return out.astype(dtype) if dtype is not None else out
+
+
+class Neo4jGraphReader(GraphReader):
+    """One published version of a graph in Neo4j."""
+
+    def __init__(self, store: Neo4jGraphStore, version: str, meta: dict[str, Any]) -> None:
+        self.store = store
+        self.version = version
+        self.manifest = meta
+        self.index_version = version
+        self.tag = _tag(store.name, version)
+        self.L = {kind: _label(kind, self.tag) for kind in LABELS}
+        self._sizes: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _q(self, cypher: str, **params: Any) -> list[Any]:
+        return self.store.run(cypher, **params)
+
+    def _recs(self, kind: str, ids: Sequence[str] | None, key: str = "id") -> list[Any]:
+        label = self.L[kind]
+        if ids is None:
+            found = self._q(f"MATCH (n:`{label}`) RETURN n.rec")
+        else:
+            found = self._q(
+                f"UNWIND $ids AS k MATCH (n:`{label}` {{{key}: k}}) RETURN n.rec",
+                ids=list(dict.fromkeys(ids)),
+            )
+        return [json.loads(r[0]) for r in found]
+
+    # -- record readers ---------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        counts = self.manifest.get("counts") or {}
+        return {kind: int(counts.get(kind, 0)) for kind in RECORD_KINDS}
+
+    def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
+        return sorted(
+            (schema.document(r) for r in self._recs("documents", ids)), key=lambda d: d.id
+        )
+
+    def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
+        out = (schema.chunk(r) for r in self._recs("chunks", ids))
+        return sorted(out, key=lambda c: (c.doc_id, c.index))
+
+    def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
+        out = (schema.sentence(r) for r in self._recs("sentences", chunk_ids, key="chunk_id"))
+        return sorted(out, key=lambda s: (s.chunk_id, s.index))
+
+    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
+        label = self.L["entities"]
+        where = "" if ids is None else "WHERE e.id IN $ids "
+        found = self._q(
+            f"MATCH (e:`{label}`) {where}OPTIONAL MATCH (c)-[:MENTIONS]->(e) "
+            "RETURN e.rec, collect(c.id)",
+            ids=list(ids or ()),
+        )
+        out = [schema.entity(json.loads(r[0]), tuple(sorted(r[1]))) for r in found]
+        return sorted(out, key=lambda e: e.id)
+
+    def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
+        where = "" if chunk_ids is None else "WHERE c.id IN $ids "
+        found = self._q(
+            f"MATCH (c:`{self.L['chunks']}`)-[m:MENTIONS]->(e) {where}RETURN e.id, c.id, m.count",
+            ids=list(chunk_ids or ()),
+        )
+        return sorted(
+            (Mention(r[0], r[1], r[2]) for r in found), key=lambda m: (m.chunk_id, m.entity_id)
+        )
+
+    def relations(
+        self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
+    ) -> list[Relation]:
+        e = self.L["entities"]
+        if touching is not None:
+            found = self._q(
+                f"UNWIND $t AS k MATCH (a:`{e}` {{id: k}})-[r:RELATED]-(:`{e}`) "
+                "RETURN DISTINCT r.rec",
+                t=list(dict.fromkeys(touching)),
+            )
+            recs = [json.loads(r[0]) for r in found]
+            if ids is not None:
+                wanted = set(ids)
+                recs = [r for r in recs if r[0] in wanted]
+        elif ids is not None:
+            found = self._q(
+                f"UNWIND $ids AS k MATCH (:`{e}`)-[r:RELATED {{id: k}}]->(:`{e}`) RETURN r.rec",
+                ids=list(dict.fromkeys(ids)),
+            )
+            recs = [json.loads(r[0]) for r in found]
+        else:
+            found = self._q(f"MATCH (:`{e}`)-[r:RELATED]->(:`{e}`) RETURN r.rec")
+            recs = [json.loads(r[0]) for r in found]
+        unique = {r[0]: r for r in recs}
+        return [schema.relation(unique[k]) for k in sorted(unique)]
+
+    def synonyms(self) -> list[Synonym]:
+        e = self.L["entities"]
+        found = self._q(f"MATCH (a:`{e}`)-[s:SYNONYM]->(b:`{e}`) RETURN a.id, b.id, s.score")
+        return sorted((Synonym(r[0], r[1], r[2]) for r in found), key=lambda s: (s.src, s.dst))
+
+    def communities(
+        self, level: int | None = None, ids: Sequence[str] | None = None
+    ) -> list[Community]:
+        if ids is None and level is not None:
+            found = self._q(
+                f"MATCH (n:`{self.L['communities']}` {{level: $level}}) RETURN n.rec", level=level
+            )
+            recs = [json.loads(r[0]) for r in found]
+        else:
+            recs = self._recs("communities", ids)
+        out = [schema.community(r) for r in recs if level is None or r[1] == level]
+        return sorted(out, key=lambda c: (c.level, c.id))
+
+    def tree_nodes(
+        self, level: int | None = None, ids: Sequence[str] | None = None
+    ) -> list[TreeNode]:
+        if ids is None and level is not None:
+            found = self._q(
+                f"MATCH (n:`{self.L['tree_nodes']}` {{level: $level}}) RETURN n.rec", level=level
+            )
+            recs = [json.loads(r[0]) for r in found]
+        else:
+            recs = self._recs("tree_nodes", ids)
+        out = [schema.tree_node(r) for r in recs if level is None or r[1] == level]
+        return sorted(out, key=lambda t: (t.level, t.id))
+
+    def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
+        _check_kind(kind)
+        n = self.size(kind)
+        return self.ids(kind, np.arange(n)), self.vectors_of(kind, np.arange(n))
+
+    def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
+        if kind not in FULLTEXT:
+            raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
+        from .sqlite import _stop_words
+
+        stop = _stop_words()
+        words = list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in stop))
+        if not words or k <= 0:
+            return []
+        # every word on its own, quoted: Lucene's syntax never sees the query's text
+        lucene = " OR ".join(f'"{w}"' for w in words)
+        found = self._q(
+            "CALL db.index.fulltext.queryNodes($index, $q, {limit: $limit}) "
+            "YIELD node, score RETURN node.id, score",
+            index=f"kg_{self.tag}__{kind}_text",
+            q=lucene,
+            limit=k * 2 + 10,
+        )
+        hits = sorted(((r[0], float(r[1])) for r in found), key=lambda x: (-x[1], x[0]))
+        return hits[:k]
+
+    # -- the query side ---------------------------------------------------------------
+
+    def size(self, kind: str) -> int:
+        kind = _check_kind(kind)
+        with self._lock:
+            if kind not in self._sizes:
+                found = self._q(f"MATCH (n:`{self.L[kind]}`) WHERE n.row >= 0 RETURN count(n)")
+                self._sizes[kind] = int(found[0][0])
+            return self._sizes[kind]
+
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        kind = _check_kind(kind)
+        r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
+        if not r:
+            return []
+        found = self._q(
+            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}}) RETURN r, n.id",
+            rows=list(dict.fromkeys(r)),
+        )
+        by_row = {int(a): b for a, b in found}
+        missing = [x for x in r if x not in by_row]
+        if missing:
+            raise StoreError(f"{kind}: no row {missing[0]}")
+        return [by_row[x] for x in r]
+
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        kind = _check_kind(kind)
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        found = self._q(
+            f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0 "
+            "RETURN k, n.row",
+            ids=list(dict.fromkeys(ids)),
+        )
+        by_id = {a: int(b) for a, b in found}
+        return np.array([by_id.get(i, -1) for i in ids], dtype=np.int64)
+
+    def matrix(self, kind: str) -> Any:
+        return RemoteMatrix(self, _check_kind(kind))
+
+    def vectors_of(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        """The float32 vectors of ``rows`` of a kind."""
+        r = np.asarray(rows, dtype=np.int64)
+        dim = int(self.manifest.get("dim", 0))
+        if not len(r):
+            return np.zeros((0, dim), dtype=np.float32)
+        found = self._q(
+            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}}) RETURN r, n.vec",
+            rows=sorted(set(r.tolist())),
+        )
+        by_row = {int(a): b for a, b in found}
+        return np.array([by_row[x] for x in r.tolist()], dtype=np.float32).reshape(len(r), -1)
+
+    def nearest(
+        self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]]:
+        kind = _check_kind(kind)
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        n = self.size(kind)
+        k = min(k, n if among is None else len(among))
+        if k <= 0:
+            return [[] for _ in range(len(q))]
+        if among is not None:
+            cand = np.sort(np.asarray(among, dtype=np.int64))
+            vecs = self.vectors_of(kind, cand)
+            return [_top(cand, vecs @ vec, k) for vec in q]
+        wide = min(n, max(32, 4 * k))
+        found = self._q(
+            "UNWIND range(0, size($qs) - 1) AS i "
+            "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node "
+            "RETURN i, node.row, node.vec",
+            index=f"kg_{self.tag}__{kind}_vec",
+            wide=wide,
+            qs=[v.tolist() for v in q],
+        )
+        per: list[list[tuple[int, list[float]]]] = [[] for _ in range(len(q))]
+        for i, row, vec in found:
+            per[int(i)].append((int(row), vec))
+        out: list[list[tuple[int, float]]] = []
+        for i, vec in enumerate(q):
+            if not per[i]:
+                out.append([])
+                continue
+            rows = np.array([r for r, _ in per[i]], dtype=np.int64)
+            mat = np.array([v for _, v in per[i]], dtype=np.float32)
+            out.append(_top(rows, mat @ vec, k))
+        return out
+
+    def similarity(
+        self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        kind = _check_kind(kind)
+        q = np.asarray(query, dtype=np.float32)
+        if rows is not None:
+            r = np.asarray(rows, dtype=np.int64)
+            return (
+                (self.vectors_of(kind, r) @ q).astype(np.float32)
+                if len(r)
+                else np.zeros(0, np.float32)
+            )
+        n = self.size(kind)
+        out = np.zeros(n, dtype=np.float32)
+        if not n:
+            return out
+        # Neo4j's cosine is (1 + cos) / 2
+        found = self._q(
+            f"MATCH (n:`{self.L[kind]}`) WHERE n.row >= 0 "
+            "RETURN n.row, vector.similarity.cosine(n.vec, $q)",
+            q=q.tolist(),
+        )
+        rows_, sims = zip(*found, strict=True)
+        out[np.array(rows_, dtype=np.int64)] = 2.0 * np.array(sims, dtype=np.float64) - 1.0
+        return out
+
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        if graph not in GRAPHS:
+            raise InvalidParams(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
+        r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
+        label, key, fields = {
+            "walk": (f"Vertex_{self.tag}", "vertex", "n.walk, n.walk_w"),
+            "relations": (self.L["entities"], "row", "n.rel, n.rel_len, n.rel_edge"),
+            "mentions": (self.L["chunks"], "row", "n.mentioned"),
+            "links": (self.L["chunks"], "row", "n.links, n.links_in"),
+        }[graph]
+        found = self._q(
+            f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}}) RETURN r, {fields}",
+            rows=sorted(set(r)),
+        )
+        by = {int(x[0]): x[1:] for x in found}
+        indptr = np.zeros(len(r) + 1, dtype=np.int64)
+        cols, data, edge = [], [], []
+        for i, row in enumerate(r):
+            got = by.get(row)
+            idx = list(got[0] or []) if got else []
+            indptr[i + 1] = indptr[i] + len(idx)
+            cols += idx
+            if graph in ("walk", "relations", "links") and got:
+                data += list(got[1] or [])
+            elif graph == "mentions":
+                data += [1.0] * len(idx)
+            if graph == "relations" and got:
+                edge += list(got[2] or [])
+        indices = np.array(cols, dtype=np.int64)
+        if graph == "walk":
+            return Adjacency(indptr, indices, np.array(data, dtype=np.float32))
+        if graph == "relations":
+            return Adjacency(
+                indptr, indices, np.array(data, dtype=np.float64), np.array(edge, dtype=np.int64)
+            )
+        if graph == "links":
+            return Adjacency(indptr, indices, np.array(data, dtype=np.int64))
+        return Adjacency(indptr, indices, np.ones(len(indices)))
+
+    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self._chunk_prop("vertex", rows)
+
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        return self._chunk_prop("title_entity", rows)
+
+    def _chunk_prop(self, prop: str, rows: np.ndarray | None) -> np.ndarray:
+        return self._by_row("chunks", prop, rows, np.int64)
+
+    def _by_row(self, kind: str, prop: str, rows: np.ndarray | None, dtype: Any) -> np.ndarray:
+        label = self.L[kind]
+        if rows is None:
+            found = self._q(f"MATCH (n:`{label}`) WHERE n.row >= 0 RETURN n.row, n.{prop}")
+            n = self.size(kind)
+            by = {int(a): b for a, b in found}
+            return np.array([by[i] for i in range(n)], dtype=dtype)
+        r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
+        found = self._q(
+            f"UNWIND $rows AS r MATCH (n:`{label}` {{row: r}}) RETURN r, n.{prop}",
+            rows=sorted(set(r)),
+        )
+        by = {int(a): b for a, b in found}
+        return np.array([by[x] for x in r], dtype=dtype)
+
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        if name not in _ATTRS.get(kind, ()):
+            raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
+        if kind == "chunks":  # titles: UTF-8 bytes, as the embedded store gives them
+            values = self._by_row(kind, name, rows, object)
+            return np.array([str(v).encode() for v in values.tolist()], dtype=object).astype(bytes)
+        dtype = np.float64 if name == "rating" else (np.bool_ if name == "canonical" else np.int64)
+        return self._by_row(kind, f"a_{name}", rows, dtype)
+
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        table = {"entities": "names", "sentences": "sentence_keys"}.get(kind)
+        if table is None:
+            raise InvalidParams(f"no lookup for {kind!r}", field="kind")
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        found = self._q(
+            f"UNWIND $keys AS k MATCH (n:`{self.L[table]}` {{key: k}}) RETURN k, n.row",
+            keys=wanted,
+        )
+        return {a: int(b) for a, b in found}
+
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        e = [int(x) for x in np.asarray(edges, dtype=np.int64).tolist()]
+        if not e:
+            return []
+        ent = self.L["entities"]
+        found = self._q(
+            f"UNWIND $edges AS k MATCH (:`{ent}`)-[r:RELATED {{edge: k}}]->(:`{ent}`) "
+            "RETURN k, r.id",
+            edges=sorted(set(e)),
+        )
+        by = {int(a): b for a, b in found}
+        return [by[x] for x in e]
+
+    def close(self) -> None:
+        """Nothing to release: the store owns the connection."""
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in VECTOR_KINDS:
+        raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+    return kind
+
+
+def _top(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    order = np.lexsort((rows, -scores))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

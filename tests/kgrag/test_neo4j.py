@@ -1,0 +1,227 @@
+"""The Neo4j store against a real Neo4j 5 server: the same answers as the folder it
+was copied from, the CLI on a Neo4j URI, and the failures a user meets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag.errors import InvalidParams, StoreError
+from kgrag.store import open_store
+from kgrag.store.base import GRAPHS
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def both(science_graph, science_neo4j):
+    folder = open_store(science_graph).reader()
+    store = open_store(science_neo4j)
+    yield folder, store.reader()
+    folder.close()
+    store.close()
+
+
+def test_records_are_the_same(both):
+    a, b = both
+    assert a.documents() == b.documents()
+    assert a.chunks() == b.chunks()
+    assert a.sentences() == b.sentences()
+    assert a.entities() == b.entities()
+    assert a.mentions() == b.mentions()
+    assert a.relations() == b.relations()
+    assert a.synonyms() == b.synonyms()
+    assert a.communities() == b.communities() and a.communities(level=1) == b.communities(level=1)
+    assert a.tree_nodes() == b.tree_nodes()
+    some = [e.id for e in a.entities()[:5]]
+    assert a.relations(touching=some) == b.relations(touching=some)
+    assert a.counts() == b.counts()
+
+
+def test_the_query_side_answers_the_same(both):
+    a, b = both
+    for kind in ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes"):
+        n = a.size(kind)
+        assert b.size(kind) == n
+        rows = np.arange(n)
+        assert a.ids(kind, rows) == b.ids(kind, rows)
+        assert np.array_equal(
+            a.rows(kind, a.ids(kind, rows[::-1])), b.rows(kind, a.ids(kind, rows[::-1]))
+        )
+        assert np.allclose(np.asarray(a.matrix(kind)[rows[:7]]), b.matrix(kind)[rows[:7]])
+    v = a.matrix("chunks")[[0, 5, 11]]
+    for kind in ("chunks", "entities", "facts", "communities"):
+        exact, served = a.nearest(kind, v, 5), b.nearest(kind, v, 5)
+        for x, y in zip(exact, served, strict=True):
+            assert [r for r, _ in x] == [r for r, _ in y]
+            assert np.allclose([s for _, s in x], [s for _, s in y], atol=1e-5)
+    among = np.arange(0, a.size("entities"), 3)
+    x, y = a.nearest("entities", v[0], 4, among)[0], b.nearest("entities", v[0], 4, among)[0]
+    assert [r for r, _ in x] == [r for r, _ in y]
+    assert np.allclose([s for _, s in x], [s for _, s in y], atol=1e-5)
+    assert np.allclose(a.similarity("chunks", v[1]), b.similarity("chunks", v[1]), atol=1e-5)
+    assert np.allclose(
+        a.similarity("communities", v[1], np.array([5, 1])),
+        b.similarity("communities", v[1], np.array([5, 1])),
+        atol=1e-5,
+    )
+    vertices = np.arange(a.size("entities") + a.size("chunks"))
+    for graph in GRAPHS:
+        rows = (
+            vertices
+            if graph == "walk"
+            else np.arange(a.size("entities" if graph == "relations" else "chunks"))
+        )
+        x, y = a.adjacency(graph, rows), b.adjacency(graph, rows)
+        assert np.array_equal(x.indptr, y.indptr) and np.array_equal(x.indices, y.indices), graph
+        assert np.allclose(np.asarray(x.data, dtype=float), np.asarray(y.data, dtype=float)), graph
+        if graph == "relations":
+            assert a.relation_ids(x.edge) == b.relation_ids(y.edge)
+    assert np.array_equal(a.chunk_vertices(), b.chunk_vertices())
+    chunk_rows = np.arange(a.size("chunks"))
+    assert np.array_equal(a.title_entity(chunk_rows), b.title_entity(chunk_rows))
+    assert a.attribute("chunks", "title").tolist() == b.attribute("chunks", "title").tolist()
+    for kind, names in (
+        ("entities", ("chunks", "degree")),
+        ("communities", ("level", "rating", "size", "id_rank", "canonical", "hierarchy")),
+    ):
+        for name in names:
+            assert a.attribute(kind, name).tolist() == b.attribute(kind, name).tolist(), name
+    keys = ["cancer", "cell", "no such name at all", *[e.name.lower() for e in a.entities()[:20]]]
+    assert a.lookup_names(keys) == b.lookup_names(keys)
+    sentences = [c.text.split(". ")[0] for c in a.chunks()[:5]]
+    assert a.lookup("sentences", sentences) == b.lookup("sentences", sentences)
+    with pytest.raises(InvalidParams, match="unknown graph"):
+        b.adjacency("roads", np.array([0]))
+
+
+def test_searches_answer_the_same(science_graph, science_neo4j):
+    import kgrag
+
+    questions = json.loads((DATA / "science_questions.json").read_text())
+    same = total = 0
+    identical = dict.fromkeys(("local", "global", "drift"), 0)
+    with kgrag.open(science_graph) as a, kgrag.open(science_neo4j) as b:
+        for q in questions:
+            for op in identical:
+                x = [h["id"] for h in a.graph({"op": op, "query": q, "k": 10})["hits"]]
+                y = [h["id"] for h in b.graph({"op": op, "query": q, "k": 10})["hits"]]
+                identical[op] += x == y
+                assert len(set(x) & set(y)) >= 0.8 * len(x), (op, q)
+            x = [h["id"] for h in a.retrieve({"query": q, "k": 10, "mode": "dense"})["hits"]]
+            assert x == [
+                h["id"] for h in b.retrieve({"query": q, "k": 10, "mode": "dense"})["hits"]
+            ]
+            # hybrid: Lucene's BM25 is not SQLite's, so a near tie may fall the other way
+            x = [h["id"] for h in a.retrieve({"query": q, "k": 10})["hits"]]
+            y = [h["id"] for h in b.retrieve({"query": q, "k": 10})["hits"]]
+            same += len(set(x) & set(y))
+            total += len(x)
+    assert same >= 0.8 * total
+    # local search reads BM25 ranks as one rerank feature, global search BM25 over the
+    # reports, DRIFT both: a near tie in Lucene's BM25 can reorder a list
+    assert min(identical.values()) >= 0.8 * len(questions)
+
+
+def _kgrag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kgrag", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        timeout=600,
+    )
+
+
+def test_ingest_query_add_delete_through_the_cli(neo4j_uri, tmp_path):
+    graph = f"{neo4j_uri}/cli{uuid.uuid4().hex[:8]}"
+    docs = [json.loads(line) for line in (DATA / "news.jsonl").read_text().splitlines()]
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(d) + "\n" for d in docs[:4]))
+    second.write_text("".join(json.dumps(d) + "\n" for d in docs[4:]))
+    out = _kgrag("ingest", str(first), "--graph", graph, "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert "v000001" in out.stdout and graph in out.stdout
+    out = _kgrag("query", "--graph", graph, "-k", "2", "--json", docs[0]["text"][:80])
+    assert out.returncode == 0, out.stderr
+    hits = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert hits, out.stdout
+    out = _kgrag("ingest", str(second), "--graph", graph, "--quiet")
+    assert out.returncode == 0 and "v000002" in out.stdout, out.stderr
+    info = json.loads(_kgrag("info", "--graph", graph).stdout)
+    assert info["indexVersion"] == "v000002" and info["versions"] == ["v000001", "v000002"]
+    assert info["counts"]["documents"] == len(docs)
+    with open_store(graph).reader() as r:
+        doc_id = r.documents()[0].id
+    out = _kgrag("delete", "--graph", graph, doc_id)
+    assert out.returncode == 0 and "deleted 1" in out.stdout, out.stderr
+    with open_store(graph).reader() as r:
+        assert doc_id not in {d.id for d in r.documents()}
+        assert r.counts()["documents"] == len(docs) - 1
+    out = _kgrag("query", "--graph", graph, "--op", "local", "-k", "2", docs[1]["text"][:80])
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_killed_ingest_leaves_the_previous_version_serving(neo4j_uri, tmp_path):
+    graph = f"{neo4j_uri}/crash{uuid.uuid4().hex[:8]}"
+    docs = [json.loads(line) for line in (DATA / "news.jsonl").read_text().splitlines()]
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(d) + "\n" for d in docs[:3]))
+    second.write_text("".join(json.dumps(d) + "\n" for d in docs[3:]))
+    assert _kgrag("ingest", str(first), "--graph", graph, "--quiet").returncode == 0
+    out = _kgrag(
+        "ingest",
+        str(second),
+        "--graph",
+        graph,
+        "--quiet",
+        env={"KGRAG_CRASH_AT": "neo4j-before-publish"},
+    )
+    assert out.returncode == -9
+    store = open_store(graph)
+    try:
+        assert store.current() == "v000001"
+        assert store._tags_written() - set(store.versions())  # the dead writer's half version
+        with store.reader() as r:
+            assert r.counts()["documents"] == 3
+        # the next writer takes over the dead writer's lock and drops what it left
+        assert _kgrag("ingest", str(second), "--graph", graph, "--quiet").returncode == 0
+        assert store.current() == "v000002" and store._tags_written() == set(store.versions())
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("neo4j://127.0.0.1:7687", "the path must be the graph's name"),
+        ("neo4j://127.0.0.1:7687/a/b", "the path must be the graph's name"),
+        ("neo4j://user:secret@127.0.0.1:7687/g", "credentials do not go in the URI"),
+        ("neo4j://127.0.0.1:7687/g?db=x", "unknown URI option 'db'"),
+        ("bolt://127.0.0.1:1/g", "Neo4j is unreachable"),
+    ],
+)
+def test_bad_locations_give_one_clear_error(location, message):
+    out = _kgrag("info", "--graph", location)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kgrag: error:") and message in lines[0], (
+        out.stderr
+    )
+    assert "secret" not in out.stderr
+
+
+def test_wrong_credentials_and_a_missing_graph(neo4j_uri):
+    # the local server runs without authentication: credentials are ignored there, so a
+    # missing graph is what a user meets
+    out = _kgrag("query", "--graph", f"{neo4j_uri}/nothing-here", "x")
+    assert out.returncode != 0 and "no graph here" in out.stderr
+    with pytest.raises(StoreError, match="unreachable"):
+        open_store("bolt://127.0.0.1:1/g")
