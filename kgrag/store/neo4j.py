@@ -952,28 +952,23 @@ class Neo4jGraphReader(GraphReader):
     def communities(
         self, level: int | None = None, ids: Sequence[str] | None = None
     ) -> list[Community]:
-        if ids is None and level is not None:
-            found = self._q(
-                f"MATCH (n:`{self.L['communities']}` {{level: $level}}) RETURN n.rec", level=level
-            )
-            recs = [json.loads(r[0]) for r in found]
-        else:
-            recs = self._recs("communities", ids)
-        out = [schema.community(r) for r in recs if level is None or r[1] == level]
+        out = [schema.community(r) for r in self._leveled("communities", level, ids)]
         return sorted(out, key=lambda c: (c.level, c.id))
 
     def tree_nodes(
         self, level: int | None = None, ids: Sequence[str] | None = None
     ) -> list[TreeNode]:
+        out = [schema.tree_node(r) for r in self._leveled("tree_nodes", level, ids)]
+        return sorted(out, key=lambda t: (t.level, t.id))
+
+    def _leveled(self, kind: str, level: int | None, ids: Sequence[str] | None) -> list[Any]:
+        """Record rows of a kind with levels: at ``level`` or by id (all when both None)."""
         if ids is None and level is not None:
             found = self._q(
-                f"MATCH (n:`{self.L['tree_nodes']}` {{level: $level}}) RETURN n.rec", level=level
+                f"MATCH (n:`{self.L[kind]}` {{level: $level}}) RETURN n.rec", level=level
             )
-            recs = [json.loads(r[0]) for r in found]
-        else:
-            recs = self._recs("tree_nodes", ids)
-        out = [schema.tree_node(r) for r in recs if level is None or r[1] == level]
-        return sorted(out, key=lambda t: (t.level, t.id))
+            return [json.loads(r[0]) for r in found]
+        return [r for r in self._recs(kind, ids) if level is None or r[1] == level]
 
     def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
         _check_kind(kind)
