@@ -3,7 +3,7 @@
     python benchmarks/ann_recall.py --graph G --questions Q [--n 200]
 
 For each vector kind local search and retrieve query (chunks, entities, facts)
-an HNSW index is built as a commit builds it (:func:`kgrag.store.derive.build_ann`,
+a product-quantised index is built as a commit builds it (:func:`kgrag.store.derive.build_ann`,
 into a temporary folder), and the questions' vectors (and, for entities, the
 vectors of their capitalised spans, which is how local search links names it
 does not know) are searched through it and exactly. Reported per kind and
@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -58,16 +59,18 @@ def main() -> int:
             if not len(matrix):
                 continue
             started = time.perf_counter()
-            build_ann(matrix, Path(tmp) / f"{kind}.usearch")
+            build_ann(matrix, Path(tmp) / f"{kind}.faiss")
             build_s = time.perf_counter() - started
-            index = open_ann(Path(tmp) / f"{kind}.usearch")
+            index = open_ann(Path(tmp) / f"{kind}.faiss")
             queries = np.concatenate([qvecs, span_vecs]) if kind == "entities" else qvecs
             for k in depths:
                 started = time.perf_counter()
                 exact = reader.nearest(kind, queries, k)
                 exact_ms = (time.perf_counter() - started) / len(queries) * 1000
                 started = time.perf_counter()
-                approx = ann_nearest(index, matrix.__getitem__, len(matrix), queries, k)
+                approx = ann_nearest(
+                    index, partial(reader.serving.vectors_of, kind), len(matrix), queries, k
+                )
                 ann_ms = (time.perf_counter() - started) / len(queries) * 1000
                 hit = [
                     len({r for r, _ in a} & {r for r, _ in e}) / max(1, len(e))

@@ -113,8 +113,9 @@ class StoreConfig(_Section):
     ann_min_rows: int = Field(
         200_000,
         ge=0,
-        description="Vector kinds with at least this many rows get an HNSW index at commit "
-        "(nearest neighbours through it, re-scored exactly); 0: exact search always.",
+        description="Vector kinds with at least this many rows get a product-quantised "
+        "index at commit (nearest neighbours through it, re-scored exactly); 0: exact search "
+        "always.",
     )
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .maps import map_array
+from .maps import FileRows, map_array
 
 _K1, _B = 1.2, 0.75
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
@@ -40,14 +40,16 @@ _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 class Postings:
     """The postings of one FTS5 table: built from the index at commit
     (:meth:`build`), saved beside the version (:meth:`save`) and opened by memory
-    map (:meth:`open`). Documents are numbered 0..n-1 in FTS rowid order."""
+    map (:meth:`open`; the postings themselves are read with ``pread``, a term's a
+    slice: a common word's run over most documents is read, not kept). Documents are
+    numbered 0..n-1 in FTS rowid order."""
 
     def __init__(
         self,
         terms: np.ndarray,
         indptr: np.ndarray,
-        docs: np.ndarray,
-        tf: np.ndarray,
+        docs: np.ndarray | FileRows,
+        tf: np.ndarray | FileRows,
         length: np.ndarray,
         avgdl: float,
     ) -> None:
@@ -103,8 +105,16 @@ class Postings:
         def part(p: str) -> np.ndarray:
             return map_array(folder / f"bm25.{name}.{p}.npy")
 
+        def rows(p: str) -> FileRows:
+            return FileRows(folder / f"bm25.{name}.{p}.npy")
+
         avgdl = float(json.loads((folder / f"bm25.{name}.json").read_text())["avgdl"])
-        return cls(part("terms"), part("indptr"), part("docs"), part("tf"), part("length"), avgdl)
+        return cls(part("terms"), part("indptr"), rows("docs"), rows("tf"), part("length"), avgdl)
+
+    def close(self) -> None:
+        for part in (self.docs, self.tf):
+            if isinstance(part, FileRows):
+                part.close()
 
     def scores(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Documents matching any of ``tokens`` (one phrase each, in query order) and
@@ -119,7 +129,7 @@ class Postings:
             if self.terms[t] != key:
                 continue
             a, b = int(self.indptr[t]), int(self.indptr[t + 1])
-            docs, f = np.asarray(self.docs[a:b]), np.asarray(self.tf[a:b], dtype=np.float64)
+            docs, f = _slice(self.docs, a, b), _slice(self.tf, a, b).astype(np.float64)
             idf = math.log((n - (b - a) + 0.5) / ((b - a) + 0.5))
             idf = idf if idf > 0.0 else 1e-6
             d = np.asarray(self.length[docs], dtype=np.float64)
@@ -133,6 +143,10 @@ class Postings:
         rows, inverse = np.unique(docs, return_inverse=True)
         # summed per document in query order, as SQLite sums its phrases
         return rows, np.bincount(inverse, weights=np.concatenate(found_scores), minlength=len(rows))
+
+
+def _slice(part: np.ndarray | FileRows, a: int, b: int) -> np.ndarray:
+    return part.slice(a, b) if isinstance(part, FileRows) else np.asarray(part[a:b])
 
 
 class QueryTokenizer:

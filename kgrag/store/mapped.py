@@ -4,15 +4,15 @@
 Nothing here reads a file whole: arrays are mapped and a query touches the
 pages of the rows it asks for (a full scan only where one is asked for, the
 dense similarity over every chunk). Nearest neighbours go through the
-version's HNSW index for the kinds that have one (usearch, opened as a view
-of the file) and otherwise through a half-precision scan; either way the
-candidates are re-scored by exact float32 cosines.
+version's product-quantised index for the kinds that have one (faiss, its
+codes read into memory: 48 bytes a vector) and otherwise through a
+half-precision scan; either way the candidates are re-scored by exact float32
+cosines.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -25,15 +25,22 @@ import scipy.sparse as sp
 from ..errors import InvalidParams, StoreError
 from .base import GRAPHS, Adjacency
 from .derive import HALF_KINDS
-from .maps import map_array
+from .maps import FileRows, map_array
 
-_MIN_CANDIDATES = 32  # half-precision scans and ANN searches take at least this many
-_ANN_EXPANSION = 4  # ANN candidates per asked neighbour (before exact re-scoring)
-_ANN_EF = 1024  # usearch's search breadth (2Wiki: facts@5 recall 0.957 at 256, 0.993 at 1024)
-#: a walk of at most this many entries is held in memory once read (2Wiki: 1.1M entries,
-#: 9 MB): a PageRank round there reads a large share of it, and scipy's column slicing of
-#: an in-memory matrix beats gathering the columns from the map
-_SMALL_WALK = 4_000_000
+_MIN_CANDIDATES = 32  # half-precision scans take at least this many
+#: ANN candidates re-scored exactly: at least this many, and 10 per asked neighbour
+#: (60k-passage graph, exact top 5 of 691k facts among the best 64 / 256 / 1024
+#: codes: 0.95 / 0.99 / 1.00; 2Wiki, exact top 100 chunks among 400 / 1,000: 0.985 /
+#: 1.000)
+_ANN_MIN_CANDIDATES = 256
+_ANN_EXPANSION = 10
+#: a walk of at most this many entries is held in memory once read (8 bytes an entry;
+#: 2Wiki: 1.1M entries, 60k passages: 5.1M, 41 MB, where a search's PageRank rounds read
+#: ~160k entries each, already ~38 MiB of the mapped walk's pages over 100 questions):
+#: scipy's column slicing of an in-memory matrix takes half the time of gathering the
+#: columns from the map (60k: local search 43 -> 38 ms)
+_SMALL_WALK = 16_000_000
+_FEW_ROWS = 512  # scattered rows read by pread rather than through a map, at most
 
 
 class ServingFiles:
@@ -42,7 +49,7 @@ class ServingFiles:
     def __init__(self, folder: Path, vectors: Path, dim: int) -> None:
         self.folder, self.vector_folder, self.dim = folder, vectors, dim
         self._maps: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: the small walk reads its files under it
         self._names: sqlite3.Connection | None = None
         self.meta = json.loads((folder / "serving.json").read_text())
 
@@ -76,9 +83,19 @@ class ServingFiles:
         return len(self.array(f"ids.{kind}"))
 
     def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
-        arr = self.array(f"ids.{kind}")
+        return [b.decode() for b in self._gather(f"ids.{kind}", rows).tolist()]
+
+    def _gather(self, name: str, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Rows of ``name``.npy: a few hundred scattered ones read by ``pread`` (a map
+        would keep ~64 KB resident around each), more through the map."""
         idx = np.asarray(rows, dtype=np.int64)
-        return [b.decode() for b in arr[idx].tolist()] if len(idx) else []
+        if len(idx) > _FEW_ROWS:
+            return np.asarray(self.array(name)[idx])
+        if not len(idx):
+            return self.array(name)[:0]
+        wanted, inverse = np.unique(idx, return_inverse=True)
+        found: np.ndarray = self._file(self.folder / f"{name}.npy").take(wanted)[inverse]
+        return found
 
     def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
         ordered, order = self.array(f"sorted.{kind}"), self.array(f"order.{kind}")
@@ -125,43 +142,15 @@ class ServingFiles:
 
     def vectors_of(self, kind: str, rows: np.ndarray) -> np.ndarray:
         """The float32 vectors of ``rows``: for a kind that is not scanned whole, read
-        with ``pread`` rather than through the map, so that a few scattered rows do not
-        make the process hold the pages around them (the kernel maps ~100 KB of cached
-        file around each faulted row: 3,200 rows of the 60k graph's facts, 245 MB)."""
+        with ``pread`` rather than through the map (:class:`~kgrag.store.maps.FileRows`),
+        so that a few scattered rows do not make the process hold the pages around them."""
         r = np.asarray(rows, dtype=np.int64)
         if kind == "chunks" or not len(r):
             return np.asarray(self.matrix(kind)[r], dtype=np.float32)
-        fd, offset, dim = self._reader(kind)
-        size = 4 * dim
-        out = np.empty((len(r), dim), dtype=np.float32)
-        # one read per run of consecutive rows
-        breaks = np.flatnonzero(np.diff(r) != 1) + 1
-        for start, stop in zip(
-            np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist(), strict=True
-        ):
-            first, count = int(r[start]), stop - start
-            data = os.pread(fd, size * count, offset + first * size)
-            out[start:stop] = np.frombuffer(data, dtype=np.float32).reshape(count, dim)
-        return out
-
-    def _reader(self, kind: str) -> tuple[int, int, int]:
-        key = f"fd:{kind}"
-        with self._lock:
-            if key not in self._maps:
-                path = self.vector_folder / f"{kind}.npy"
-                with open(path, "rb") as f:
-                    version = np.lib.format.read_magic(f)
-                    read = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0
-                    )
-                    shape, fortran, dtype = read(f)
-                    if fortran or dtype != np.float32 or len(shape) != 2:
-                        raise StoreError(f"{path}: not a C-ordered float32 matrix")
-                    self._maps[key] = (os.open(path, os.O_RDONLY), f.tell(), int(shape[1]))
-            fd: tuple[int, int, int] = self._maps[key]
-            return fd
+        found = self._file(self.vector_folder / f"{kind}.npy")
+        if found.dtype != np.float32 or len(found.shape) != 2:
+            raise StoreError(f"{found.path}: not a float32 matrix")
+        return found.take(r)
 
     def _rescore(self, kind: str, vec: np.ndarray, rows: np.ndarray, k: int) -> list[Any]:
         exact = self.vectors_of(kind, rows) @ vec
@@ -199,7 +188,7 @@ class ServingFiles:
         key = f"ann:{kind}"
         with self._lock:
             if key not in self._maps:
-                self._maps[key] = open_ann(self.folder / f"ann.{kind}.usearch")
+                self._maps[key] = open_ann(self.folder / f"ann.{kind}.faiss")
             return self._maps[key]
 
     # -- graphs --------------------------------------------------------------------------
@@ -239,19 +228,31 @@ class ServingFiles:
                 if int(indptr[-1]) <= _SMALL_WALK:
                     n = len(indptr) - 1
                     small = sp.csc_matrix(
-                        (
-                            np.array(self.array("walk.data")),
-                            np.array(self.array("walk.indices")),
-                            np.array(indptr),
-                        ),
+                        (self._whole("walk.data"), self._whole("walk.indices"), np.array(indptr)),
                         shape=(n, n),
                     )
                 self._maps["walk:small"] = small
             return self._maps["walk:small"]
 
+    def _whole(self, name: str) -> np.ndarray:
+        """``name``.npy read whole into memory (by ``pread``: no page of it stays mapped)."""
+        found = self._file(self.folder / f"{name}.npy")
+        return found.slice(0, len(found)).copy()
+
+    def _file(self, path: Path) -> FileRows:
+        """``path`` opened for ``pread`` (once)."""
+        key = f"file:{path}"
+        with self._lock:
+            if key not in self._maps:
+                try:
+                    self._maps[key] = FileRows(path)
+                except (OSError, ValueError) as exc:
+                    raise StoreError(f"{path}: cannot read: {exc}") from exc
+            rows: FileRows = self._maps[key]
+            return rows
+
     def relation_ids(self, edges: np.ndarray) -> list[str]:
-        arr = self.array("relations.ids")
-        return [b.decode() for b in arr[np.asarray(edges, dtype=np.int64)].tolist()]
+        return [b.decode() for b in self._gather("relations.ids", edges).tolist()]
 
     def chunk_vertices(self, rows: np.ndarray | None) -> np.ndarray:
         cv = self.array("chunk_vertex")
@@ -290,26 +291,24 @@ class ServingFiles:
         with self._lock:
             if self._names is not None:
                 self._names.close()
-            for key, value in self._maps.items():
-                if key.startswith("fd:"):
-                    os.close(value[0])
+            for value in self._maps.values():
+                if isinstance(value, FileRows):
+                    value.close()
             self._maps.clear()
 
 
 def ann_nearest(
     index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
 ) -> list[list[tuple[int, float]]]:
-    """The ``k`` nearest of ``n`` rows for each row of ``q``: candidates from the HNSW
-    ``index`` (at least :data:`_MIN_CANDIDATES`, :data:`_ANN_EXPANSION` per asked
-    neighbour), ranked by the exact float32 cosines of their ``vectors``, ties by row."""
-    wide = min(n, max(_MIN_CANDIDATES, _ANN_EXPANSION * k))
-    found = index.search(q, wide, threads=1)
-    keys = np.atleast_2d(found.keys)
-    # one query gives usearch's Matches (keys found, no counts), several BatchMatches
-    counts = np.atleast_1d(found.counts) if hasattr(found, "counts") else [keys.shape[1]]
+    """The ``k`` nearest of ``n`` rows for each row of ``q``: candidates from the
+    quantised ``index`` (at least :data:`_ANN_MIN_CANDIDATES`, :data:`_ANN_EXPANSION`
+    per asked neighbour), ranked by the exact float32 cosines of their ``vectors``,
+    ties by row."""
+    wide = min(n, max(_ANN_MIN_CANDIDATES, _ANN_EXPANSION * k))
+    _, found = index.search(np.ascontiguousarray(np.atleast_2d(q), dtype=np.float32), wide)
     out = []
-    for i, vec in enumerate(q):
-        rows = np.sort(keys[i][: int(counts[i])].astype(np.int64))
+    for i, vec in enumerate(np.atleast_2d(q)):
+        rows = np.sort(found[i][found[i] >= 0].astype(np.int64))
         exact = vectors(rows) @ vec
         order = np.lexsort((rows, -exact))[:k]
         out.append([(int(rows[j]), float(exact[j])) for j in order])
@@ -317,14 +316,13 @@ def ann_nearest(
 
 
 def open_ann(path: Path) -> Any:
-    """An HNSW index file opened as a memory-mapped view, at the search breadth used."""
-    from usearch.index import Index
+    """A kind's quantised index, read into memory (its codes are 1/32 of the vectors)."""
+    import faiss
 
-    index = Index.restore(str(path), view=True)
-    if index is None:
-        raise StoreError(f"{path}: unreadable ANN index")
-    index.expansion_search = _ANN_EF  # type: ignore[misc]  # it has a setter
-    return index
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError as exc:
+        raise StoreError(f"{path}: unreadable ANN index: {str(exc).splitlines()[0]}") from exc
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -400,7 +400,7 @@ class Neo4jGraphWriter(GraphWriter):
             for stale in store._tags_written() - published:  # left by a writer that died
                 store._drop(stale)
             self._tmp = Path(tempfile.mkdtemp(prefix="kgrag-neo4j-"))
-            # no HNSW files: Neo4j's vector indexes answer nearest neighbours
+            # no ANN files: Neo4j's vector indexes answer nearest neighbours
             self._stage = SQLiteGraphStore(self._tmp, keep_versions=1, ann_min_rows=2**62)
             self._writer = self._stage.writer()
         except BaseException:

@@ -504,4 +504,7 @@ class SQLiteGraphReader(GraphReader):
     def close(self) -> None:
         self.serving.close()
         with self._lock:
+            for postings, _ in self._postings.values():
+                postings.close()
+            self._postings.clear()
             self.db.close()

@@ -19,6 +19,7 @@ from kgrag.encoders import load_encoder
 from kgrag.engine import Engine
 from kgrag.store import SQLiteGraphStore, open_store
 from kgrag.store.counting import CountingStore
+from kgrag.store.maps import FileRows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -275,3 +276,25 @@ def test_a_small_walk_held_in_memory_gives_the_mapped_columns(science_graph, mon
         assert reader.serving._small_walk() is None
         assert columns(reader) == held
     assert any(cols for cols, _ in held)
+
+
+def test_file_rows_read_what_the_array_holds_and_refuse_a_broken_file(tmp_path):
+    matrix = np.arange(60, dtype=np.float32).reshape(20, 3)
+    np.save(tmp_path / "m.npy", matrix)
+    rows = FileRows(tmp_path / "m.npy")
+    assert len(rows) == 20 and rows.dtype == np.float32
+    assert np.array_equal(rows.slice(4, 9), matrix[4:9])
+    assert rows.slice(18, 40).shape == (2, 3) and rows.slice(5, 5).shape == (0, 3)
+    wanted = np.array([0, 1, 2, 7, 11, 12, 19])
+    assert np.array_equal(rows.take(wanted), matrix[wanted])
+    rows.close()
+    with pytest.raises(ValueError, match="closed"):
+        rows.slice(0, 1)
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "m.npy").read_bytes()[:-20])
+    cut = FileRows(tmp_path / "cut.npy")
+    with pytest.raises(ValueError, match="truncated"):
+        cut.slice(15, 20)
+    cut.close()
+    np.save(tmp_path / "f.npy", np.asfortranarray(matrix))
+    with pytest.raises(ValueError, match="C-ordered"):
+        FileRows(tmp_path / "f.npy")
