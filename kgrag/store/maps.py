@@ -65,13 +65,22 @@ class FileRows:
         """The rows ``rows`` (ascending), one read per run of consecutive rows."""
         r = np.asarray(rows, dtype=np.int64)
         out = np.empty((len(r), *self.row_shape), dtype=self.dtype)
+        if not len(r) or not self.row_bytes:
+            return out
+        if self.fd is None:
+            raise ValueError(f"{self.path}: closed")
+        if r[0] < 0 or r[-1] >= len(self):
+            raise IndexError(f"{self.path}: rows out of range")
+        size, buffer = self.row_bytes, memoryview(out).cast("B")
         breaks = np.flatnonzero(np.diff(r) != 1) + 1
-        for start, stop in zip(
-            np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist(), strict=True
-        ):
-            if start < stop:
-                first = int(r[start])
-                out[start:stop] = self.slice(first, first + stop - start)
+        starts, stops = np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist()
+        for start, stop, first in zip(starts, stops, r[starts].tolist(), strict=True):
+            # straight into the result: no intermediate bytes (~1 us a run)
+            got = os.preadv(
+                self.fd, [buffer[start * size : stop * size]], self.offset + first * size
+            )
+            if got != (stop - start) * size:
+                raise ValueError(f"{self.path}: truncated (row {first})")
         return out
 
     def close(self) -> None:
