@@ -41,6 +41,7 @@ _ANN_EXPANSION = 10
 #: columns from the map (60k: local search 43 -> 38 ms)
 _SMALL_WALK = 16_000_000
 _FEW_ROWS = 512  # scattered rows read by pread rather than through a map, at most
+_SMALL_FILE = 8 << 20  # ... of a file larger than this (bytes)
 
 
 class ServingFiles:
@@ -86,11 +87,13 @@ class ServingFiles:
         return [b.decode() for b in self._gather(f"ids.{kind}", rows).tolist()]
 
     def _gather(self, name: str, rows: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Rows of ``name``.npy: a few hundred scattered ones read by ``pread`` (a map
-        would keep ~64 KB resident around each), more through the map."""
+        """Rows of ``name``.npy: from a large file a few hundred scattered ones are read
+        by ``pread`` (a map would keep ~64 KB resident around each), else through the
+        map (a small file's pages are few, and a map's gather is cheaper per call)."""
         idx = np.asarray(rows, dtype=np.int64)
-        if len(idx) > _FEW_ROWS:
-            return np.asarray(self.array(name)[idx])
+        mapped = self.array(name)
+        if len(idx) > _FEW_ROWS or mapped.nbytes <= _SMALL_FILE:
+            return np.asarray(mapped[idx])
         if not len(idx):
             return self.array(name)[:0]
         wanted, inverse = np.unique(idx, return_inverse=True)
