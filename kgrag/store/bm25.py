@@ -26,7 +26,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,31 @@ from .maps import FileRows, map_array
 
 _K1, _B = 1.2, 0.75
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
+
+
+def query_words(query: str, stop: frozenset[str]) -> list[str]:
+    """A query's distinct words, lower-cased, stop words left out, in order."""
+    return list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in stop))
+
+
+def tokenizer_of(db: sqlite3.Connection, fts: str) -> str:
+    """The tokenizer table ``fts`` was made with (FTS5's default when none is named)."""
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (fts,)).fetchone()
+    found = _TOKENIZE.search(sql[0] if sql else "")
+    return found[1] if found else "unicode61"
+
+
+def best(
+    docs: np.ndarray, scores: np.ndarray, k: int, ids: Callable[[np.ndarray], list[str]]
+) -> list[tuple[str, float]]:
+    """The ``k`` best (id, score) of scored documents, ties broken by id: the best k by
+    score and every document tied with the k-th, then ordered by (-score, id)."""
+    if len(scores) > k:
+        keep = scores >= np.partition(scores, len(scores) - k)[len(scores) - k]
+        docs, scores = docs[keep], scores[keep]
+    found = zip(ids(docs), scores.tolist(), strict=True)
+    return sorted(found, key=lambda x: (-x[1], x[0]))[:k]
 
 
 class Postings:
@@ -116,6 +141,11 @@ class Postings:
             if isinstance(part, FileRows):
                 part.close()
 
+    def posting(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of term ``t`` (by its rank in :attr:`terms`) and its counts."""
+        a, b = int(self.indptr[t]), int(self.indptr[t + 1])
+        return _slice(self.docs, a, b), _slice(self.tf, a, b)
+
     def scores(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Documents matching any of ``tokens`` (one phrase each, in query order) and
         their BM25 scores (positive: SQLite's ``-bm25()``); reads those postings only."""
@@ -129,7 +159,8 @@ class Postings:
             if self.terms[t] != key:
                 continue
             a, b = int(self.indptr[t]), int(self.indptr[t + 1])
-            docs, f = _slice(self.docs, a, b), _slice(self.tf, a, b).astype(np.float64)
+            docs, counts = self.posting(t)
+            f = counts.astype(np.float64)
             idf = math.log((n - (b - a) + 0.5) / ((b - a) + 0.5))
             idf = idf if idf > 0.0 else 1e-6
             d = np.asarray(self.length[docs], dtype=np.float64)
@@ -150,12 +181,13 @@ def _slice(part: np.ndarray | FileRows, a: int, b: int) -> np.ndarray:
 
 
 class QueryTokenizer:
-    """Words to index tokens, by an in-memory FTS5 table with ``fts``'s tokenizer."""
+    """Words to index tokens, by a temporary FTS5 table with ``fts``'s tokenizer (or
+    the one named)."""
 
-    def __init__(self, db: sqlite3.Connection, fts: str) -> None:
-        sql = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (fts,)).fetchone()
-        found = _TOKENIZE.search(sql[0] if sql else "")
-        tokenizer = found[1] if found else "unicode61"
+    def __init__(self, db: sqlite3.Connection, fts: str, tokenizer: str | None = None) -> None:
+        tokenizer = tokenizer or tokenizer_of(db, fts)
+        if "'" in tokenizer:
+            raise ValueError(f"unusable FTS5 tokenizer {tokenizer!r}")
         self.db, self.table = db, f"kgrag_words_{fts}"
         self.cache: dict[str, tuple[str, ...]] = {}
         db.execute(

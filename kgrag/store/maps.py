@@ -71,7 +71,7 @@ class FileRows:
             raise ValueError(f"{self.path}: closed")
         if r[0] < 0 or r[-1] >= len(self):
             raise IndexError(f"{self.path}: rows out of range")
-        size, buffer = self.row_bytes, memoryview(out).cast("B")
+        size, buffer = self.row_bytes, out.data.cast("B")
         breaks = np.flatnonzero(np.diff(r) != 1) + 1
         starts, stops = np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist()
         for start, stop, first in zip(starts, stops, r[starts].tolist(), strict=True):

@@ -84,6 +84,7 @@ from .base import (
     GraphStore,
     GraphWriter,
 )
+from .bm25 import Postings, QueryTokenizer, best, query_words, tokenizer_of
 from .derive import SERVING
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -102,6 +103,8 @@ LABELS = {
     "tree_nodes": "TreeNode",
     "names": "NameKey",
     "sentence_keys": "SentenceKey",
+    "bm25_terms": "Bm25Term",
+    "bm25_indexes": "Bm25Index",
 }
 #: full-text indexed properties of the sparse kinds
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
@@ -110,7 +113,6 @@ _ATTRS = {
     "entities": ("chunks", "degree"),
     "communities": ("level", "rating", "size", "id_rank", "canonical", "hierarchy"),
 }
-_WORD = re.compile(r"\w+")
 
 
 def is_uri(location: str | Path) -> bool:
@@ -750,9 +752,46 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             [{"key": k, "row": r} for k, r in names.execute(f"SELECT key, row FROM {table}")],  # noqa: S608
         )
     names.close()
+    _postings(store, L, serving, db)
     db.close()
     _vector_indexes(store, tag, L, folder)
     store.run("CALL db.awaitIndexes(600)")
+
+
+def _postings(
+    store: Neo4jGraphStore, labels: dict[str, str], serving: Path, db: sqlite3.Connection
+) -> None:
+    """The BM25 postings the embedded store scores from, as they are: a node per term
+    (its documents and counts) and one per index (document lengths, their mean, each
+    document's record id, the tokenizer), so a query is scored as SQLite scores it."""
+    for kind, (fts, _, _) in schema.FTS.items():
+        postings = Postings.open(serving, kind)
+        try:
+            rows = []
+            for t, term in enumerate(ids_of(postings.terms)):
+                docs, tf = postings.posting(t)
+                rows.append(
+                    {
+                        "kind": kind,
+                        "term": term,
+                        "docs": docs.astype(np.int64).tolist(),
+                        "tf": tf.astype(np.int64).tolist(),
+                    }
+                )
+            store.write(f"CREATE (n:Bm25Term:`{labels['bm25_terms']}`) SET n = row", rows)
+            doc_ids = ids_of(np.load(serving / f"bm25.{kind}.ids.npy", mmap_mode="r"))
+            store.run(
+                f"CREATE (n:Bm25Index:`{labels['bm25_indexes']}`) SET n = $props",
+                props={
+                    "kind": kind,
+                    "avgdl": postings.avgdl,
+                    "length": np.asarray(postings.length, dtype=np.int64).tolist(),
+                    "ids": doc_ids,
+                    "tokenizer": tokenizer_of(db, fts),
+                },
+            )
+        finally:
+            postings.close()
 
 
 def ids_of(arr: np.ndarray) -> list[str]:
@@ -788,6 +827,10 @@ def _indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str]) -> None:
     store.run(index.format(f"{p}tree_nodes_level", labels["tree_nodes"], "level"))
     for kind in ("names", "sentence_keys"):
         store.run(f"CREATE INDEX `{p}{kind}` IF NOT EXISTS FOR (n:`{labels[kind]}`) ON (n.key)")
+    store.run(
+        f"CREATE INDEX `{p}bm25_terms` IF NOT EXISTS "
+        f"FOR (n:`{labels['bm25_terms']}`) ON (n.kind, n.term)"
+    )
     store.run("CREATE INDEX kg_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)")
     store.run("CREATE INDEX kg_related_edge IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.edge)")
     store.run("CREATE INDEX kg_graph_name IF NOT EXISTS FOR (g:KgragGraph) ON (g.name)")
@@ -863,6 +906,8 @@ class Neo4jGraphReader(GraphReader):
         self.L = {kind: _label(kind, self.tag) for kind in LABELS}
         self._sizes: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._sparse: dict[str, _Bm25] = {}
+        self._words: sqlite3.Connection | None = None  # the query tokenizers' tables
 
     def _q(self, cypher: str, **params: Any) -> list[Any]:
         return self.store.run(cypher, **params)
@@ -975,16 +1020,66 @@ class Neo4jGraphReader(GraphReader):
         n = self.size(kind)
         return self.ids(kind, np.arange(n)), self.vectors_of(kind, np.arange(n))
 
+    def _bm25(self, kind: str) -> _Bm25:
+        """A sparse kind's index description (read once: document lengths and ids)."""
+        with self._lock:
+            if kind not in self._sparse:
+                found = self._q(
+                    f"MATCH (n:`{self.L['bm25_indexes']}` {{kind: $kind}}) "
+                    "RETURN n.avgdl, n.length, n.ids, n.tokenizer",
+                    kind=kind,
+                )
+                if not found:
+                    raise StoreError(
+                        f"{self.store.location.uri}: version {self.version} has no BM25 "
+                        f"postings for {kind} (written by an older kgrag: ingest again)"
+                    )
+                avgdl, length, ids, tokenizer = found[0]
+                if self._words is None:
+                    self._words = sqlite3.connect(":memory:", check_same_thread=False)
+                self._sparse[kind] = _Bm25(
+                    float(avgdl),
+                    np.asarray(length, dtype=np.int64),
+                    list(ids),
+                    QueryTokenizer(self._words, schema.FTS[kind][0], tokenizer),
+                )
+            return self._sparse[kind]
+
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
         if kind not in FULLTEXT:
             raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
         from .sqlite import _stop_words
 
-        stop = _stop_words()
-        words = list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in stop))
+        words = query_words(query, _stop_words())
         if not words or k <= 0:
             return []
-        # every word on its own, quoted: Lucene's syntax never sees the query's text
+        index = self._bm25(kind)
+        with self._lock:
+            tokens = index.tokenizer.tokens(words)
+        if all(len(t) == 1 for t in tokens):
+            wanted = list(dict.fromkeys(t[0] for t in tokens))
+            found = self._q(
+                f"UNWIND $terms AS t MATCH (n:`{self.L['bm25_terms']}` {{kind: $kind, term: t}}) "
+                "RETURN n.term, n.docs, n.tf",
+                terms=wanted,
+                kind=kind,
+            )
+            by_term = {r[0]: (r[1], r[2]) for r in found}
+            present = sorted(by_term, key=str.encode)  # byte order, as the embedded terms
+            counts = [len(by_term[t][0]) for t in present]
+            postings = Postings(
+                np.array([t.encode() for t in present] or [b""], dtype="S")[: len(present)],
+                np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]),
+                np.array([d for t in present for d in by_term[t][0]], dtype=np.int64),
+                np.array([f for t in present for f in by_term[t][1]], dtype=np.int64),
+                index.length,
+                index.avgdl,
+            )
+            docs, scores = postings.scores([t[0] for t in tokens])
+            return best(docs, scores, k, lambda d: [index.ids[i] for i in d.tolist()])
+        # a word the tokenizer splits (a phrase): Neo4j's full-text index answers, its
+        # own BM25 (Lucene's English analyzer); every word on its own, quoted, so
+        # Lucene's syntax never sees the query's text
         lucene = " OR ".join(f'"{w}"' for w in words)
         found = self._q(
             "CALL db.index.fulltext.queryNodes($index, $q, {limit: $limit}) "
@@ -1209,7 +1304,20 @@ class Neo4jGraphReader(GraphReader):
         return [by[x] for x in e]
 
     def close(self) -> None:
-        """Nothing to release: the store owns the connection."""
+        """The query tokenizers' in-memory tables; the store owns the connection."""
+        with self._lock:
+            if self._words is not None:
+                self._words.close()
+                self._words = None
+            self._sparse.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class _Bm25:
+    avgdl: float
+    length: np.ndarray  # tokens per document
+    ids: list[str]  # record id per document
+    tokenizer: QueryTokenizer
 
 
 def _check_kind(kind: str) -> str:

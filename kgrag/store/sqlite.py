@@ -52,7 +52,7 @@ from .base import (
     GraphStore,
     GraphWriter,
 )
-from .bm25 import Postings, QueryTokenizer
+from .bm25 import Postings, QueryTokenizer, best, query_words
 from .derive import SERVING, SERVING_FORMAT, derive
 from .mapped import ServingFiles
 
@@ -415,10 +415,9 @@ class SQLiteGraphReader(GraphReader):
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
         if kind not in schema.FTS:
             raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
-        terms = [t for t in re.findall(r"\w+", query.lower()) if t not in self._stop]
-        if not terms or k <= 0:
+        words = query_words(query, self._stop)
+        if not words or k <= 0:
             return []
-        words = list(dict.fromkeys(terms))
         with self._lock:  # the query's words are tokenized through this connection
             if kind not in self._postings:
                 fts = schema.FTS[kind][0]
@@ -429,12 +428,8 @@ class SQLiteGraphReader(GraphReader):
         if any(len(t) != 1 for t in tokens):  # a word that is a phrase: SQLite matches it
             return self._fts_search(words, k, kind)
         docs, scores = postings.scores([t[0] for t in tokens])
-        if len(scores) > k:  # the best k, and every row tied with the k-th: ids break ties
-            keep = scores >= np.partition(scores, len(scores) - k)[len(scores) - k]
-            docs, scores = docs[keep], scores[keep]
-        ids = self.serving.array(f"bm25.{kind}.ids")[docs].tolist()
-        found = zip((i.decode() for i in ids), scores.tolist(), strict=True)
-        return sorted(found, key=lambda x: (-x[1], x[0]))[:k]
+        ids = self.serving.array(f"bm25.{kind}.ids")
+        return best(docs, scores, k, lambda d: [i.decode() for i in ids[d].tolist()])
 
     def _fts_search(self, words: list[str], k: int, kind: str) -> list[tuple[str, float]]:
         """The same search run by SQLite's FTS5 ``bm25()``."""
