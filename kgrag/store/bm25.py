@@ -33,7 +33,7 @@ import numpy as np
 
 from .maps import FileRows, map_array
 
-_K1, _B = 1.2, 0.75
+K1, B = 1.2, 0.75  # FTS5's constants
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
@@ -41,6 +41,12 @@ _WORD = re.compile(r"\w+")
 def query_words(query: str, stop: frozenset[str]) -> list[str]:
     """A query's distinct words, lower-cased, stop words left out, in order."""
     return list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in stop))
+
+
+def inverse_frequency(n: int, df: int) -> float:
+    """FTS5's idf of a phrase in ``df`` of ``n`` rows (1e-6 where it would be <= 0)."""
+    idf = math.log((n - df + 0.5) / (df + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 def tokenizer_of(db: sqlite3.Connection, fts: str) -> str:
@@ -158,16 +164,12 @@ class Postings:
                 continue
             if self.terms[t] != key:
                 continue
-            a, b = int(self.indptr[t]), int(self.indptr[t + 1])
             docs, counts = self.posting(t)
             f = counts.astype(np.float64)
-            idf = math.log((n - (b - a) + 0.5) / ((b - a) + 0.5))
-            idf = idf if idf > 0.0 else 1e-6
+            idf = inverse_frequency(n, len(docs))
             d = np.asarray(self.length[docs], dtype=np.float64)
             found_docs.append(docs)
-            found_scores.append(
-                idf * ((f * (_K1 + 1.0)) / (f + _K1 * (1 - _B + _B * d / self.avgdl)))
-            )
+            found_scores.append(idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl))))
         if not found_docs:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         docs = np.concatenate(found_docs)

@@ -84,7 +84,16 @@ from .base import (
     GraphStore,
     GraphWriter,
 )
-from .bm25 import Postings, QueryTokenizer, best, query_words, tokenizer_of
+from .bm25 import (
+    K1,
+    B,
+    Postings,
+    QueryTokenizer,
+    best,
+    inverse_frequency,
+    query_words,
+    tokenizer_of,
+)
 from .derive import SERVING
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -762,11 +771,13 @@ def _postings(
     store: Neo4jGraphStore, labels: dict[str, str], serving: Path, db: sqlite3.Connection
 ) -> None:
     """The BM25 postings the embedded store scores from, as they are: a node per term
-    (its documents and counts) and one per index (document lengths, their mean, each
-    document's record id, the tokenizer), so a query is scored as SQLite scores it."""
+    (its idf, documents, counts and the documents' lengths), one per index (the mean
+    length, the tokenizer), and each document's number on its node, so that a query is
+    scored in the database with the embedded store's arithmetic."""
     for kind, (fts, _, _) in schema.FTS.items():
         postings = Postings.open(serving, kind)
         try:
+            n, length = len(postings.length), np.asarray(postings.length, dtype=np.int64)
             rows = []
             for t, term in enumerate(ids_of(postings.terms)):
                 docs, tf = postings.posting(t)
@@ -774,21 +785,21 @@ def _postings(
                     {
                         "kind": kind,
                         "term": term,
+                        "idf": inverse_frequency(n, len(docs)),
                         "docs": docs.astype(np.int64).tolist(),
                         "tf": tf.astype(np.int64).tolist(),
+                        "lens": length[docs].tolist(),
                     }
                 )
             store.write(f"CREATE (n:Bm25Term:`{labels['bm25_terms']}`) SET n = row", rows)
-            doc_ids = ids_of(np.load(serving / f"bm25.{kind}.ids.npy", mmap_mode="r"))
             store.run(
                 f"CREATE (n:Bm25Index:`{labels['bm25_indexes']}`) SET n = $props",
-                props={
-                    "kind": kind,
-                    "avgdl": postings.avgdl,
-                    "length": np.asarray(postings.length, dtype=np.int64).tolist(),
-                    "ids": doc_ids,
-                    "tokenizer": tokenizer_of(db, fts),
-                },
+                props={"kind": kind, "avgdl": postings.avgdl, "tokenizer": tokenizer_of(db, fts)},
+            )
+            doc_ids = ids_of(np.load(serving / f"bm25.{kind}.ids.npy", mmap_mode="r"))
+            store.write(
+                f"MATCH (n:`{labels[kind]}` {{id: row.id}}) SET n.bm25 = row.doc",
+                [{"id": i, "doc": d} for d, i in enumerate(doc_ids)],
             )
         finally:
             postings.close()
@@ -831,6 +842,8 @@ def _indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str]) -> None:
         f"CREATE INDEX `{p}bm25_terms` IF NOT EXISTS "
         f"FOR (n:`{labels['bm25_terms']}`) ON (n.kind, n.term)"
     )
+    for kind in FULLTEXT:
+        store.run(index.format(f"{p}{kind}_bm25", labels[kind], "bm25"))
     store.run("CREATE INDEX kg_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)")
     store.run("CREATE INDEX kg_related_edge IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.edge)")
     store.run("CREATE INDEX kg_graph_name IF NOT EXISTS FOR (g:KgragGraph) ON (g.name)")
@@ -906,7 +919,7 @@ class Neo4jGraphReader(GraphReader):
         self.L = {kind: _label(kind, self.tag) for kind in LABELS}
         self._sizes: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._sparse: dict[str, _Bm25] = {}
+        self._sparse: dict[str, QueryTokenizer] = {}
         self._words: sqlite3.Connection | None = None  # the query tokenizers' tables
 
     def _q(self, cypher: str, **params: Any) -> list[Any]:
@@ -1020,13 +1033,12 @@ class Neo4jGraphReader(GraphReader):
         n = self.size(kind)
         return self.ids(kind, np.arange(n)), self.vectors_of(kind, np.arange(n))
 
-    def _bm25(self, kind: str) -> _Bm25:
-        """A sparse kind's index description (read once: document lengths and ids)."""
+    def _tokenizer(self, kind: str) -> QueryTokenizer:
+        """The query tokenizer of a sparse kind's index (its tokenizer read once)."""
         with self._lock:
             if kind not in self._sparse:
                 found = self._q(
-                    f"MATCH (n:`{self.L['bm25_indexes']}` {{kind: $kind}}) "
-                    "RETURN n.avgdl, n.length, n.ids, n.tokenizer",
+                    f"MATCH (n:`{self.L['bm25_indexes']}` {{kind: $kind}}) RETURN n.tokenizer",
                     kind=kind,
                 )
                 if not found:
@@ -1034,15 +1046,10 @@ class Neo4jGraphReader(GraphReader):
                         f"{self.store.location.uri}: version {self.version} has no BM25 "
                         f"postings for {kind} (written by an older kgrag: ingest again)"
                     )
-                avgdl, length, ids, tokenizer = found[0]
                 if self._words is None:
                     self._words = sqlite3.connect(":memory:", check_same_thread=False)
-                self._sparse[kind] = _Bm25(
-                    float(avgdl),
-                    np.asarray(length, dtype=np.int64),
-                    list(ids),
-                    QueryTokenizer(self._words, schema.FTS[kind][0], tokenizer),
-                )
+                fts = schema.FTS[kind][0]
+                self._sparse[kind] = QueryTokenizer(self._words, fts, str(found[0][0]))
             return self._sparse[kind]
 
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
@@ -1053,30 +1060,32 @@ class Neo4jGraphReader(GraphReader):
         words = query_words(query, _stop_words())
         if not words or k <= 0:
             return []
-        index = self._bm25(kind)
+        tokenizer = self._tokenizer(kind)
         with self._lock:
-            tokens = index.tokenizer.tokens(words)
+            tokens = tokenizer.tokens(words)
         if all(len(t) == 1 for t in tokens):
-            wanted = list(dict.fromkeys(t[0] for t in tokens))
+            # scored in the database as the embedded store scores (Postings.scores): per
+            # posting in double precision, summed per document in the query's order
             found = self._q(
-                f"UNWIND $terms AS t MATCH (n:`{self.L['bm25_terms']}` {{kind: $kind, term: t}}) "
-                "RETURN n.term, n.docs, n.tf",
-                terms=wanted,
+                f"MATCH (x:`{self.L['bm25_indexes']}` {{kind: $kind}}) "
+                "UNWIND range(0, size($terms) - 1) AS qi "
+                f"MATCH (t:`{self.L['bm25_terms']}` {{kind: $kind, term: $terms[qi]}}) "
+                "WITH x.avgdl AS avgdl, qi, t.idf AS idf, t.docs AS docs, t.tf AS tf, "
+                "t.lens AS lens ORDER BY qi "
+                "UNWIND range(0, size(docs) - 1) AS j "
+                "WITH docs[j] AS doc, idf * ((toFloat(tf[j]) * ($k1 + 1.0)) / (toFloat(tf[j]) "
+                "+ $k1 * (1 - $b + $b * toFloat(lens[j]) / avgdl))) AS s "
+                "WITH doc, sum(s) AS score ORDER BY score DESC LIMIT $limit "
+                f"MATCH (n:`{self.L[kind]}` {{bm25: doc}}) RETURN n.id, score",
                 kind=kind,
+                terms=[t[0] for t in tokens],
+                k1=K1,
+                b=B,
+                limit=2 * k + 10,  # ties at the k-th are broken by id below
             )
-            by_term = {r[0]: (r[1], r[2]) for r in found}
-            present = sorted(by_term, key=str.encode)  # byte order, as the embedded terms
-            counts = [len(by_term[t][0]) for t in present]
-            postings = Postings(
-                np.array([t.encode() for t in present] or [b""], dtype="S")[: len(present)],
-                np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]),
-                np.array([d for t in present for d in by_term[t][0]], dtype=np.int64),
-                np.array([f for t in present for f in by_term[t][1]], dtype=np.int64),
-                index.length,
-                index.avgdl,
-            )
-            docs, scores = postings.scores([t[0] for t in tokens])
-            return best(docs, scores, k, lambda d: [index.ids[i] for i in d.tolist()])
+            ids = [str(r[0]) for r in found]
+            scores = np.array([float(r[1]) for r in found], dtype=np.float64)
+            return best(np.arange(len(ids)), scores, k, lambda d: [ids[i] for i in d.tolist()])
         # a word the tokenizer splits (a phrase): Neo4j's full-text index answers, its
         # own BM25 (Lucene's English analyzer); every word on its own, quoted, so
         # Lucene's syntax never sees the query's text
@@ -1310,14 +1319,6 @@ class Neo4jGraphReader(GraphReader):
                 self._words.close()
                 self._words = None
             self._sparse.clear()
-
-
-@dataclass(frozen=True, slots=True)
-class _Bm25:
-    avgdl: float
-    length: np.ndarray  # tokens per document
-    ids: list[str]  # record id per document
-    tokenizer: QueryTokenizer
 
 
 def _check_kind(kind: str) -> str:
