@@ -29,7 +29,7 @@ Raw = Callable[[dict[str, Any]], dict[str, Any]]
 Notify = Callable[[dict[str, Any]], Any]
 
 
-def _serve(graph: Path, *how: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+def _serve(graph: Path | str, *how: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     return subprocess.Popen(
         [sys.executable, "-m", "kgrag", "serve", "--graph", str(graph), *how],
@@ -46,15 +46,28 @@ def _close(proc: subprocess.Popen[bytes]) -> None:
             stream.close()
 
 
-@pytest.fixture(scope="module")
-def graph_copy(science_graph: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["folder", "neo4j"])
+def graph_copy(
+    request: pytest.FixtureRequest, science_graph: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path | str:
+    """The science graph, copied: as a folder, and into Neo4j (the same checks pass over
+    both)."""
+    if request.param == "neo4j":
+        from kgrag.store import copy_graph, open_store
+
+        location = f"{request.getfixturevalue('neo4j_uri')}/conformance"
+        target = open_store(location)
+        with open_store(science_graph).reader() as reader:
+            copy_graph(reader, target)
+        target.close()
+        return location
     root = tmp_path_factory.mktemp("conformance") / "science"
     shutil.copytree(science_graph, root)
     return root
 
 
 class StdioPeer:
-    def __init__(self, graph: Path) -> None:
+    def __init__(self, graph: Path | str) -> None:
         self.proc = _serve(graph, "--stdio", stderr=subprocess.DEVNULL)
         self.lines: list[bytes] = []
 
@@ -94,7 +107,7 @@ class StdioPeer:
 
 
 class HttpPeer:
-    def __init__(self, graph: Path) -> None:
+    def __init__(self, graph: Path | str) -> None:
         self.proc = _serve(graph, "--http", "127.0.0.1:0")
         assert self.proc.stderr is not None
         self.stderr: list[str] = []
@@ -141,7 +154,7 @@ class HttpPeer:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def peer(request: pytest.FixtureRequest, graph_copy: Path) -> Iterator[Any]:
+def peer(request: pytest.FixtureRequest, graph_copy: Path | str) -> Iterator[Any]:
     p = StdioPeer(graph_copy) if request.param == "stdio" else HttpPeer(graph_copy)
     try:
         yield p
@@ -213,12 +226,12 @@ def test_the_checkers_ground_at_l0_l1_l2(peer: Any):
     assert req(99, "shutdown")["result"] == {}
 
 
-def test_the_rcp_client_reaches_every_method_over_stdio(graph_copy: Path):
+def test_the_rcp_client_reaches_every_method_over_stdio(graph_copy: Path | str):
     argv = [sys.executable, "-m", "kgrag", "serve", "--stdio", "--graph", str(graph_copy)]
     exercise_every_method(rcp.connect_stdio(argv))
 
 
-def test_stdout_carries_protocol_frames_only(graph_copy: Path):
+def test_stdout_carries_protocol_frames_only(graph_copy: Path | str):
     peer = StdioPeer(graph_copy)
     peer.raw(
         {
@@ -242,7 +255,7 @@ def test_stdout_carries_protocol_frames_only(graph_copy: Path):
     assert any(f.get("method") == "notifications/log" for f in frames)
 
 
-def test_read_only_serving_offers_no_writes(graph_copy: Path):
+def test_read_only_serving_offers_no_writes(graph_copy: Path | str):
     proc = _serve(graph_copy, "--stdio", "--read-only")
     assert proc.stdin is not None and proc.stdout is not None
     lines = [
