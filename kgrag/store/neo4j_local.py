@@ -29,9 +29,17 @@ def classpath() -> str:
 
 
 def start(
-    home: Path = HOME, port: int = 0, heap_mib: int = 1024, timeout: float = 120.0
+    home: Path = HOME,
+    port: int = 0,
+    heap_mib: int = 1024,
+    timeout: float = 120.0,
+    password: str | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start a server on ``home`` in the background; (process, Bolt URI) once it answers."""
+    """Start a server on ``home`` in the background; (process, Bolt URI) once it answers.
+    With ``password``, authentication is on and the user neo4j has that password."""
+    env = {k: v for k, v in os.environ.items() if k != "KGRAG_NEO4J_AUTH_PASSWORD"}
+    if password:
+        env["KGRAG_NEO4J_AUTH_PASSWORD"] = password
     home.mkdir(parents=True, exist_ok=True)
     uri_file = home / "bolt.uri"
     uri_file.unlink(missing_ok=True)
@@ -51,6 +59,7 @@ def start(
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env=env,
     )
     log.close()
     deadline = time.monotonic() + timeout

@@ -227,3 +227,25 @@ def test_wrong_credentials_and_a_missing_graph(neo4j_uri):
     assert out.returncode != 0 and "no graph here" in out.stderr
     with pytest.raises(StoreError, match="unreachable"):
         open_store("bolt://127.0.0.1:1/g")
+
+
+def test_wrong_credentials_give_one_clear_line(tmp_path):
+    """A server with authentication on (the launcher, as a team's server would run):
+    the right password reaches it, a wrong or missing one gets one error line that
+    names the refusal and never the password."""
+    from kgrag.store.neo4j_local import start
+
+    proc, uri = start(tmp_path / "auth", heap_mib=512, password="kgrag-Right-pw")
+    try:
+        right = {"KGRAG_NEO4J_USER": "neo4j", "KGRAG_NEO4J_PASSWORD": "kgrag-Right-pw"}
+        out = _kgrag("query", "--graph", f"{uri}/nothing-here", "x", env=right)
+        assert out.returncode != 0 and "no graph here" in out.stderr, out.stderr
+        for env in ({**right, "KGRAG_NEO4J_PASSWORD": "kgrag-Wrong-pw"}, {}):
+            out = _kgrag("query", "--graph", f"{uri}/g", "x", env=env)
+            lines = out.stderr.strip().splitlines()
+            assert out.returncode != 0 and len(lines) == 1, out.stderr
+            assert lines[0].startswith("kgrag: error:") and "refused the credentials" in lines[0]
+            assert "pw" not in out.stderr
+    finally:
+        proc.terminate()
+        proc.wait(60)

@@ -22,6 +22,10 @@ import org.neo4j.graphdb.GraphDatabaseService;
  *
  * <pre>java -cp CLASSPATH kgrag.neo4j.Launcher HOME [PORT] [PAGECACHE_MIB]</pre>
  *
+ * With KGRAG_NEO4J_AUTH_PASSWORD in the environment, authentication is on instead and
+ * the user neo4j has that password (as a server a team runs would have; the tests use
+ * it to check how wrong credentials are reported).
+ *
  * HOME holds the database files. PORT 0 (the default) takes a free port. Once the
  * database answers, the launcher writes its Bolt URI to HOME/bolt.uri (atomically)
  * and prints it as its last line; it stops cleanly on SIGTERM or SIGINT.
@@ -40,6 +44,8 @@ public final class Launcher {
         if (port == 0) {
             port = freePort();
         }
+        String password = System.getenv("KGRAG_NEO4J_AUTH_PASSWORD");
+        boolean auth = password != null && !password.isEmpty();
         Files.createDirectories(home);
         Path uriFile = home.resolve("bolt.uri");
         Files.deleteIfExists(uriFile);
@@ -48,7 +54,7 @@ public final class Launcher {
                         .setConfig(BoltConnector.enabled, true)
                         .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
                         .setConfig(HttpConnector.enabled, false)
-                        .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                        .setConfig(GraphDatabaseSettings.auth_enabled, auth)
                         .setConfig(GraphDatabaseSettings.pagecache_memory, pagecache)
                         .build();
         CountDownLatch stopped = new CountDownLatch(1);
@@ -64,6 +70,12 @@ public final class Launcher {
                                     dbms.shutdown();
                                     stopped.countDown();
                                 }));
+        if (auth) { // the embedded API is not authenticated: it sets the password
+            dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
+                    .executeTransactionally(
+                            "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                            java.util.Map.of("password", password));
+        }
         GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
         db.executeTransactionally("RETURN 1");
         String uri = "bolt://127.0.0.1:" + port;
