@@ -17,6 +17,7 @@ import kgrag
 from kgrag.config import Config
 from kgrag.encoders import load_encoder
 from kgrag.engine import Engine
+from kgrag.errors import StoreError
 from kgrag.store import SQLiteGraphStore, mapped, open_store
 from kgrag.store.counting import CountingStore
 from kgrag.store.maps import FileRows
@@ -149,6 +150,17 @@ def test_scattered_rows_read_by_pread_give_the_same_answers(science_graph, monke
     monkeypatch.setattr(mapped, "_SMALL_FILE", 0)
     with kgrag.open(science_graph) as engine:
         _same(_answers(engine), json.loads(GOLDEN.read_text()))
+
+
+def test_a_broken_ann_index_gives_a_clear_error(science_graph, tmp_path):
+    ann = _without_serving(science_graph, tmp_path / "ann")
+    reader = SQLiteGraphStore(ann, ann_min_rows=10).reader()
+    (path,) = (ann / "versions").glob("*/serving/ann.facts.faiss")
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(StoreError, match="ann.facts.faiss: unreadable ANN index"):
+        reader.nearest("facts", reader.matrix("facts")[:1], 5)
+    assert reader.nearest("entities", reader.matrix("entities")[:1], 1)  # the rest answers
+    reader.close()
 
 
 def test_ann_recall_on_a_generated_matrix(tmp_path):
