@@ -925,6 +925,12 @@ class Neo4jGraphReader(GraphReader):
     def _q(self, cypher: str, **params: Any) -> list[Any]:
         return self.store.run(cypher, **params)
 
+    def _cols(self, match: str, values: Sequence[str], **params: Any) -> list[list[Any]]:
+        """``match`` then one record of ``collect(value)`` per value: the driver decodes
+        one record of lists in about half the time of a record per row."""
+        found = self._q(f"{match} RETURN " + ", ".join(f"collect({v})" for v in values), **params)
+        return [list(c) for c in found[0]] if found else [[] for _ in values]
+
     def _recs(self, kind: str, ids: Sequence[str] | None, key: str = "id") -> list[Any]:
         label = self.L[kind]
         if ids is None:
@@ -1115,11 +1121,12 @@ class Neo4jGraphReader(GraphReader):
         r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
         if not r:
             return []
-        found = self._q(
-            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}}) RETURN r, n.id",
+        got_rows, got_ids = self._cols(
+            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
+            ("r", "n.id"),
             rows=list(dict.fromkeys(r)),
         )
-        by_row = {int(a): b for a, b in found}
+        by_row = {int(a): b for a, b in zip(got_rows, got_ids, strict=True)}
         missing = [x for x in r if x not in by_row]
         if missing:
             raise StoreError(f"{kind}: no row {missing[0]}")
@@ -1129,12 +1136,12 @@ class Neo4jGraphReader(GraphReader):
         kind = _check_kind(kind)
         if not len(ids):
             return np.zeros(0, dtype=np.int64)
-        found = self._q(
-            f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0 "
-            "RETURN k, n.row",
+        got_ids, got_rows = self._cols(
+            f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0",
+            ("k", "n.row"),
             ids=list(dict.fromkeys(ids)),
         )
-        by_id = {a: int(b) for a, b in found}
+        by_id = {a: int(b) for a, b in zip(got_ids, got_rows, strict=True)}
         return np.array([by_id.get(i, -1) for i in ids], dtype=np.int64)
 
     def matrix(self, kind: str) -> Any:
@@ -1146,11 +1153,12 @@ class Neo4jGraphReader(GraphReader):
         dim = int(self.manifest.get("dim", 0))
         if not len(r):
             return np.zeros((0, dim), dtype=np.float32)
-        found = self._q(
-            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}}) RETURN r, n.vec",
+        got_rows, got_vecs = self._cols(
+            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
+            ("r", "n.vec"),
             rows=sorted(set(r.tolist())),
         )
-        by_row = {int(a): b for a, b in found}
+        by_row = {int(a): b for a, b in zip(got_rows, got_vecs, strict=True)}
         return np.array([by_row[x] for x in r.tolist()], dtype=np.float32).reshape(len(r), -1)
 
     def nearest(
@@ -1205,12 +1213,11 @@ class Neo4jGraphReader(GraphReader):
         if not n:
             return out
         # Neo4j's cosine is (1 + cos) / 2
-        found = self._q(
-            f"MATCH (n:`{self.L[kind]}`) WHERE n.row >= 0 "
-            "RETURN n.row, vector.similarity.cosine(n.vec, $q)",
+        rows_, sims = self._cols(
+            f"MATCH (n:`{self.L[kind]}`) WHERE n.row >= 0",
+            ("n.row", "vector.similarity.cosine(n.vec, $q)"),
             q=q.tolist(),
         )
-        rows_, sims = zip(*found, strict=True)
         out[np.array(rows_, dtype=np.int64)] = 2.0 * np.array(sims, dtype=np.float64) - 1.0
         return out
 
@@ -1225,12 +1232,12 @@ class Neo4jGraphReader(GraphReader):
             "links": (self.L["chunks"], "row", ("links", "links_in")),
         }[graph]
         # one record of lists: a record per vertex costs the driver ~2x the time
-        found = self._q(
-            f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}}) RETURN collect(r), "
-            + ", ".join(f"collect(coalesce(n.{f}, []))" for f in fields),
+        found = self._cols(
+            f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}})",
+            ("r", *(f"coalesce(n.{f}, [])" for f in fields)),
             rows=sorted(set(r)),
         )
-        by = {int(v): parts for v, *parts in zip(*found[0], strict=True)} if found else {}
+        by = {int(v): parts for v, *parts in zip(*found, strict=True)}
         indptr = np.zeros(len(r) + 1, dtype=np.int64)
         cols, data, edge = [], [], []
         for i, row in enumerate(r):
@@ -1267,16 +1274,18 @@ class Neo4jGraphReader(GraphReader):
     def _by_row(self, kind: str, prop: str, rows: np.ndarray | None, dtype: Any) -> np.ndarray:
         label = self.L[kind]
         if rows is None:
-            found = self._q(f"MATCH (n:`{label}`) WHERE n.row >= 0 RETURN n.row, n.{prop}")
-            n = self.size(kind)
-            by = {int(a): b for a, b in found}
-            return np.array([by[i] for i in range(n)], dtype=dtype)
+            got, values = self._cols(
+                f"MATCH (n:`{label}`) WHERE n.row >= 0", ("n.row", f"n.{prop}")
+            )
+            by = {int(a): b for a, b in zip(got, values, strict=True)}
+            return np.array([by[i] for i in range(self.size(kind))], dtype=dtype)
         r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
-        found = self._q(
-            f"UNWIND $rows AS r MATCH (n:`{label}` {{row: r}}) RETURN r, n.{prop}",
+        got, values = self._cols(
+            f"UNWIND $rows AS r MATCH (n:`{label}` {{row: r}})",
+            ("r", f"n.{prop}"),
             rows=sorted(set(r)),
         )
-        by = {int(a): b for a, b in found}
+        by = {int(a): b for a, b in zip(got, values, strict=True)}
         return np.array([by[x] for x in r], dtype=dtype)
 
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
