@@ -32,8 +32,8 @@ _MIN_CANDIDATES = 32  # half-precision scans take at least this many
 #: (60k-passage graph, exact top 5 of 691k facts among the best 64 / 256 / 1024
 #: codes: 0.95 / 0.99 / 1.00; 2Wiki, exact top 100 chunks among 400 / 1,000: 0.985 /
 #: 1.000)
-_ANN_MIN_CANDIDATES = 256
-_ANN_EXPANSION = 10
+ANN_CANDIDATES = 256
+ANN_EXPANSION = 10
 #: a walk of at most this many entries is held in memory once read (8 bytes an entry;
 #: 2Wiki: 1.1M entries, 60k passages: 5.1M, 41 MB, where a search's PageRank rounds read
 #: ~160k entries each, already ~38 MiB of the mapped walk's pages over 100 questions):
@@ -304,10 +304,10 @@ def ann_nearest(
     index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
 ) -> list[list[tuple[int, float]]]:
     """The ``k`` nearest of ``n`` rows for each row of ``q``: candidates from the
-    quantised ``index`` (at least :data:`_ANN_MIN_CANDIDATES`, :data:`_ANN_EXPANSION`
+    quantised ``index`` (at least :data:`ANN_CANDIDATES`, :data:`ANN_EXPANSION`
     per asked neighbour), ranked by the exact float32 cosines of their ``vectors``,
     ties by row."""
-    wide = min(n, max(_ANN_MIN_CANDIDATES, _ANN_EXPANSION * k))
+    wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
     _, found = index.search(np.ascontiguousarray(np.atleast_2d(q), dtype=np.float32), wide)
     out = []
     for i, vec in enumerate(np.atleast_2d(q)):
