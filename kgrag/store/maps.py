@@ -62,14 +62,14 @@ class FileRows:
         return np.frombuffer(data, dtype=self.dtype).reshape(count, *self.row_shape)
 
     def take(self, rows: np.ndarray) -> np.ndarray:
-        """The rows ``rows`` (ascending), one read per run of consecutive rows."""
+        """The rows ``rows`` (any order), one read per run of consecutive rows."""
         r = np.asarray(rows, dtype=np.int64)
         out = np.empty((len(r), *self.row_shape), dtype=self.dtype)
         if not len(r) or not self.row_bytes:
             return out
         if self.fd is None:
             raise ValueError(f"{self.path}: closed")
-        if r[0] < 0 or r[-1] >= len(self):
+        if r.min() < 0 or r.max() >= len(self):
             raise IndexError(f"{self.path}: rows out of range")
         size, buffer = self.row_bytes, out.data.cast("B")
         breaks = np.flatnonzero(np.diff(r) != 1) + 1

@@ -933,7 +933,13 @@ class Neo4jGraphReader(GraphReader):
         """``match`` then one record of ``collect(value)`` per value: the driver decodes
         one record of lists in about half the time of a record per row."""
         found = self._q(f"{match} RETURN " + ", ".join(f"collect({v})" for v in values), **params)
-        return [list(c) for c in found[0]] if found else [[] for _ in values]
+        cols = [list(c) for c in found[0]] if found else [[] for _ in values]
+        if len({len(c) for c in cols}) > 1:  # collect() leaves out nulls: rows would shift
+            raise StoreError(
+                f"{self.store.location.uri}: version {self.version}: a node lacks one of "
+                f"{', '.join(values)} (the graph in Neo4j is incomplete: ingest again)"
+            )
+        return cols
 
     def _recs(self, kind: str, ids: Sequence[str] | None, key: str = "id") -> list[Any]:
         label = self.L[kind]

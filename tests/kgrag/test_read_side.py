@@ -305,8 +305,10 @@ def test_file_rows_read_what_the_array_holds_and_refuse_a_broken_file(tmp_path):
     assert len(rows) == 20 and rows.dtype == np.float32
     assert np.array_equal(rows.slice(4, 9), matrix[4:9])
     assert rows.slice(18, 40).shape == (2, 3) and rows.slice(5, 5).shape == (0, 3)
-    wanted = np.array([0, 1, 2, 7, 11, 12, 19])
-    assert np.array_equal(rows.take(wanted), matrix[wanted])
+    for wanted in (np.array([0, 1, 2, 7, 11, 12, 19]), np.array([12, 3, 4, 19, 0])):
+        assert np.array_equal(rows.take(wanted), matrix[wanted])
+    with pytest.raises(IndexError, match="out of range"):
+        rows.take(np.array([3, 20]))
     rows.close()
     with pytest.raises(ValueError, match="closed"):
         rows.slice(0, 1)
