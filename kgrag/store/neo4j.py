@@ -674,34 +674,30 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             for t in csr("links", row).tolist()
         ],
     )
+
+    def leveled(kind: str, text: str, column: int, extra: Any = None) -> list[dict[str, Any]]:
+        """Rows of a leveled kind: those with a vector by row, then those without
+        (``row`` -1); ``extra(row)``: more properties of a row with a vector."""
+        rec = {r[0]: r for r in db.execute(f"SELECT * FROM {kind}")}  # noqa: S608
+        out = []
+        for row, id_, vec in node_rows(kind):
+            r = rec.pop(id_)
+            props = {"id": id_, "row": row, "level": r[1], text: r[column]}
+            props.update({"rec": json.dumps(list(r)), **(extra(row) if extra else {})})
+            out.append({"props": props, "vec": vec})
+        for id_, r in rec.items():
+            props = {"id": id_, "row": -1, "level": r[1], text: r[column]}
+            out.append({"props": {**props, "rec": json.dumps(list(r))}, "vec": None})
+        return out
+
     # communities
-    crec = {r[0]: r for r in db.execute("SELECT * FROM communities")}
     cattrs = {n: np.asarray(arr(f"attr.communities.{n}")) for n in _ATTRS["communities"]}
-    rows = []
-    for row, id_, vec in node_rows("communities"):
-        r = crec.pop(id_)
-        props = {
-            "id": id_,
-            "row": row,
-            "level": r[1],
-            "report": r[5],
-            "rec": json.dumps(list(r)),
-            **{f"a_{n}": _plain(v[row]) for n, v in cattrs.items()},
-        }
-        rows.append({"props": props, "vec": vec})
-    rows += [
-        {
-            "props": {
-                "id": i,
-                "row": -1,
-                "level": r[1],
-                "report": r[5],
-                "rec": json.dumps(list(r)),
-            },
-            "vec": None,
-        }
-        for i, r in crec.items()
-    ]
+    rows = leveled(
+        "communities",
+        "report",
+        5,
+        lambda row: {f"a_{n}": _plain(v[row]) for n, v in cattrs.items()},
+    )
     put("communities", rows)
     store.write(
         f"MATCH (a:`{L['communities']}` {{id: row.a}}), (b:`{L['communities']}` {{id: row.b}}) "
@@ -712,35 +708,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
         ],
     )
     # tree nodes
-    trec = {r[0]: r for r in db.execute("SELECT * FROM tree_nodes")}
-    rows = []
-    for row, id_, vec in node_rows("tree_nodes"):
-        r = trec.pop(id_)
-        rows.append(
-            {
-                "props": {
-                    "id": id_,
-                    "row": row,
-                    "level": r[1],
-                    "summary": r[3],
-                    "rec": json.dumps(list(r)),
-                },
-                "vec": vec,
-            }
-        )
-    rows += [
-        {
-            "props": {
-                "id": i,
-                "row": -1,
-                "level": r[1],
-                "summary": r[3],
-                "rec": json.dumps(list(r)),
-            },
-            "vec": None,
-        }
-        for i, r in trec.items()
-    ]
+    rows = leveled("tree_nodes", "summary", 3)
     put("tree_nodes", rows)
     children = [
         {"a": r[0], "b": c}
