@@ -111,7 +111,7 @@ class StoreConfig(_Section):
         3, ge=1, description="Published versions kept on disk; older ones are removed."
     )
     ann_min_rows: int = Field(
-        200_000,
+        50_000,
         ge=0,
         description="Vector kinds with at least this many rows get a product-quantised "
         "index at commit (nearest neighbours through it, re-scored exactly); 0: exact search "

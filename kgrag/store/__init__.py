@@ -14,11 +14,12 @@ from .base import (
     GraphStore,
     GraphWriter,
 )
+from .derive import ANN_MIN_ROWS
 from .sqlite import SQLiteGraphStore
 
 
 def open_store(
-    root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = 200_000
+    root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = ANN_MIN_ROWS
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
     (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""

@@ -139,7 +139,7 @@ class ServingFiles:
         if kind in self.meta.get("ann", ()):
             return self._ann(kind, q, k)
         if kind in HALF_KINDS:
-            return [self._half(kind, vec, k) for vec in q]
+            return self._half(kind, q, k)
         matrix = self.matrix(kind)
         return [self._rescore(kind, vec, np.arange(len(matrix)), k) for vec in q]
 
@@ -160,14 +160,16 @@ class ServingFiles:
         order = np.lexsort((rows, -exact))[:k]
         return [(int(rows[i]), float(exact[i])) for i in order]
 
-    def _half(self, kind: str, vec: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top k by half-precision scores over a candidate margin, ranked by exact ones.
+    def _half(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Top k of each query row by half-precision scores over a candidate margin,
+        ranked by exact ones (all the queries in one product).
 
         A product over 69k fact vectors is bound by memory bandwidth; a half-precision
         copy streams half the bytes (torch has a vectorised fp16 kernel where numpy has
-        none). Half precision rounds scores by ~1e-3, so the ``max(32, 4k)`` best rows by
-        fp16 score are ranked by exact float32 scores: the result is the exact top k
-        unless a true top-k row scores more than that margin below the fp16 cut."""
+        none), and a batch of queries streams it once. Half precision rounds scores by
+        ~1e-3, so the ``max(32, 4k)`` best rows by fp16 score are ranked by exact float32
+        scores: the result is the exact top k unless a true top-k row scores more than
+        that margin below the fp16 cut."""
         import torch
 
         key = f"torch:{kind}"
@@ -177,10 +179,14 @@ class ServingFiles:
         half = self._maps[key]
         n = len(half)
         wide = min(n, max(_MIN_CANDIDATES, 4 * k))
-        qh = torch.from_numpy(np.ascontiguousarray(vec, dtype=np.float16))
-        rough = (half @ qh).float().numpy()
-        rows = np.sort(np.argpartition(-rough, wide - 1)[:wide]) if wide < n else np.arange(n)
-        return self._rescore(kind, vec, rows, k)
+        qh = torch.from_numpy(np.ascontiguousarray(q.T, dtype=np.float16))
+        rough = (half @ qh).float().numpy()  # (n, queries)
+        out = []
+        for i, vec in enumerate(q):
+            col = rough[:, i]
+            rows = np.sort(np.argpartition(-col, wide - 1)[:wide]) if wide < n else np.arange(n)
+            out.append(self._rescore(kind, vec, rows, k))
+        return out
 
     def _ann(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         return ann_nearest(

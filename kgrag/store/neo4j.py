@@ -94,7 +94,7 @@ from .bm25 import (
     query_words,
     tokenizer_of,
 )
-from .derive import SERVING
+from .derive import ANN_MIN_ROWS, SERVING
 from .mapped import ANN_CANDIDATES, ANN_EXPANSION
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -191,7 +191,7 @@ class Neo4jGraphStore(GraphStore):
         location: str,
         *,
         keep_versions: int = 3,
-        ann_min_rows: int = 200_000,
+        ann_min_rows: int = ANN_MIN_ROWS,
         driver: Any = None,
     ) -> None:
         self.location = Location.parse(location)

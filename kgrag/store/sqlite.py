@@ -53,7 +53,7 @@ from .base import (
     GraphWriter,
 )
 from .bm25 import Postings, QueryTokenizer, best, query_words
-from .derive import SERVING, SERVING_FORMAT, derive
+from .derive import ANN_MIN_ROWS, SERVING, SERVING_FORMAT, derive
 from .mapped import ServingFiles
 
 MANIFEST = "manifest.json"
@@ -104,7 +104,7 @@ class SQLiteGraphStore(GraphStore):
     """A graph folder in the embedded format."""
 
     def __init__(
-        self, root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = 200_000
+        self, root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = ANN_MIN_ROWS
     ) -> None:
         self.root = Path(root)
         self.keep_versions = keep_versions

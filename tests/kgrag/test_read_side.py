@@ -188,6 +188,14 @@ def test_ann_recall_on_a_generated_matrix(tmp_path):
         assert recall >= 0.99, (k, recall)
         for g in got:  # exact float32 scores, best first
             assert [s for _, s in g] == sorted((s for _, s in g), reverse=True)
+    # the exact store scans half-precision copies, all queries in one product, and
+    # re-scores a margin in float32: each query's true top k, as numpy ranks it
+    batched = stores["exact"].nearest("facts", queries, 5)
+    scores = queries @ matrix.T
+    for i, found in enumerate(batched):
+        best = np.lexsort((np.arange(len(matrix)), -scores[i]))[:5]
+        assert [r for r, _ in found] == best.tolist()
+        assert stores["exact"].nearest("facts", queries[i], 5) == [found]
     for q in queries[:20]:  # one query at a time, as local search asks (1-d and 1-row)
         want = stores["exact"].nearest("facts", q, 5)
         assert stores["ann"].nearest("facts", q, 5) == want
