@@ -136,12 +136,26 @@ class PathFinder:
             for row in rows:
                 dist[row], pred[row] = 0.0, -9999
             left = [g for g in groups if g and not any(x in dist for x in g)]
+            if left:  # a passage none of whose entities shares a seed's component has no path
+                left = self._connected(rows, left)
+                groups = [g for g in groups if any(x in dist for x in g)] + left
             if left:
                 self._two_edges(near, via_seed, sorted({x for g in left for x in g}), dist, pred)
             if all(any(x in dist for x in g) for g in left):
                 return dist, pred
             groups = [g for g in groups if g]
         return self._rounds(rows, groups)
+
+    def _connected(self, seeds: list[int], groups: list[set[int]]) -> list[set[int]]:
+        """The groups with a member in a seed's connected component (the others have no
+        path, and searching for one would read as far as the search's limits)."""
+        members = sorted({x for g in groups for x in g})
+        component = self.reader.attribute(
+            "entities", "component", np.array(seeds + members, dtype=np.int64)
+        ).tolist()
+        reached = set(component[: len(seeds)])
+        of = dict(zip(members, component[len(seeds) :], strict=True))
+        return [g for g in groups if any(of[x] in reached for x in g)]
 
     def _mentioned(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The entity rows each chunk mentions (none for an id without a row)."""

@@ -192,7 +192,8 @@ class GraphReader(ABC):
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
         """A per-row attribute of a kind for ``rows`` (every row when None: a scan):
         chunks ``title`` (its document's title, UTF-8 bytes); entities ``chunks``
-        (passages mentioning it) and ``degree``; communities
+        (passages mentioning it), ``degree`` and ``component`` (its connected
+        component over the relations: entities of different components have no path); communities
         ``level``, ``rating``, ``size`` (members), ``id_rank`` (rank of the id),
         ``canonical`` (not a copy carried down a level), ``hierarchy`` (row i: the
         i-th row in hierarchy order, coarsest level first, then id)."""

@@ -24,9 +24,9 @@ entity rows); ``links.*`` (chunk row -> chunk rows it names by title) with
 ``link_in`` (how many passages name each one); ``title_entity`` (the entity a
 passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
 (chunks: ``title``, its document's title, UTF-8; entities: ``chunks`` mentioning,
-``degree``; communities: ``level``, ``rating``, ``size``, ``id_rank``,
-``canonical``, and ``hierarchy``, the rows in
-hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
+``degree``, ``component`` (connected component over the relations); communities:
+``level``, ``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the
+rows in hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
 kinds without an ANN index (an index holds its own quantised copy));
 ``ann.<kind>.faiss`` (a product-quantised index, for kinds of at least
 ``ann_min_rows`` rows); ``bm25.<kind>.*`` (the postings of a full-text index: sorted terms,
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import StoreError
 from ..ids import sentence_id
@@ -66,7 +67,8 @@ from .keys import (
 SERVING = "serving"
 #: 7: 32-bit graph indices, relation lengths as float32; 8: chunk titles; 9: the ANN index
 #: is faiss's product-quantised scan (was usearch's HNSW); 10: the default ANN threshold is
-#: 50,000 rows (was 200,000), so 2Wiki's facts and entities are searched through the index
+#: 50,000 rows (was 200,000), so 2Wiki's facts and entities are searched through the index;
+#: the entities' ``component`` attribute
 SERVING_FORMAT = 10
 #: kinds with at least this many rows get an ANN index (``store.ann_min_rows``): at 6k
 #: passages, 69k facts take 0.4 ms a query through it against 1.9 ms by the fp16 scan
@@ -399,6 +401,12 @@ def _save_relations(out: Path, db: sqlite3.Connection, erows: _Rows) -> None:
     np.save(out / "relations.data.npy", lengths[order].astype(np.float32))  # 1 and 1.5: exact
     np.save(out / "relations.edge.npy", index[order].astype(_index_dtype(m)))
     np.save(out / "relations.ids.npy", _ids_at(db, at))
+    # the connected component of each entity over these relations: an entity of another
+    # component than every seed has no path to them (provenance paths skip it)
+    n = len(erows.sorted)
+    graph = sp.csr_matrix((np.ones(len(lo), dtype=np.int8), (lo, hi)), shape=(n, n))
+    _, component = connected_components(graph, directed=False)
+    np.save(out / "attr.entities.component.npy", component.astype(_index_dtype(n)))
 
 
 def _index_dtype(n: int) -> Any:

@@ -120,7 +120,7 @@ LABELS = {
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
 _ATTRS = {
     "chunks": ("title",),
-    "entities": ("chunks", "degree"),
+    "entities": ("chunks", "degree", "component"),
     "communities": ("level", "rating", "size", "id_rank", "canonical", "hierarchy"),
 }
 
@@ -604,6 +604,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             "rec": json.dumps(list(r)),
             "a_chunks": int(attrs["chunks"][row]),
             "a_degree": int(attrs["degree"][row]),
+            "a_component": int(attrs["component"][row]),
             "rel": np.asarray(csrs["relations"][1][a:b]).tolist(),
             "rel_len": np.asarray(rel_data[a:b], dtype=np.float64).tolist(),
             "rel_edge": np.asarray(rel_edge[a:b], dtype=np.int64).tolist(),

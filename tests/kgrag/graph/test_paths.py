@@ -3,6 +3,8 @@ and the search reads only the part of the graph it reaches."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,59 @@ def test_entities_asked_for_are_reached(finder, science_reader):
         assert dist[row] == full[row]
         assert science_reader.ids("entities", [pred[row]])[0] in seeds
         assert finder.entity_path(eid, dist, pred).path[-1] == eid
+
+
+def test_a_passage_outside_the_seeds_component_is_not_searched_for(
+    science_graph, tmp_path, monkeypatch
+):
+    """Two renamed copies of the science graph (benchmarks/replicate_graph.py): the
+    copies share no entity, so each is its own component. Passages of the second copy
+    have no path from the first copy's seeds: the search does not go on looking for one
+    (it reads less), and the passages it can reach get the same lengths."""
+    import subprocess
+    import sys
+
+    from kgrag.store import open_store
+
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "replicate_graph.py"
+    out = tmp_path / "two"
+    subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--graph",
+            str(science_graph),
+            "--copies",
+            "2",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    reader = open_store(out).reader()
+    finder = PathFinder(reader)
+    chunks = sorted(reader.ids("chunks", range(reader.size("chunks"))))
+    seeds = _seeds(reader)
+    component = reader.attribute("entities", "component")
+    seed_rows = reader.rows("entities", seeds)
+    assert len(set(component.tolist())) >= 2
+    full, _ = finder.distances(seeds)
+    mentioned = finder._mentioned(chunks)
+    cut_off = [c for c in chunks if c.endswith("~1") and len(mentioned[c])]
+    reached = [c for c, d in zip(chunks, _nearest(finder, full, chunks), strict=True) if d < np.inf]
+    assert cut_off and reached
+    assert not set(component[np.concatenate([mentioned[c] for c in cut_off])]) & set(
+        component[seed_rows]
+    )
+    asked = reached[:2] + cut_off[:3]
+    dist, _ = finder.distances(seeds, passages=asked)
+    assert _nearest(finder, dist, asked) == _nearest(finder, full, asked)
+    assert _nearest(finder, dist, cut_off[:3]) == [np.inf] * 3
+    monkeypatch.setattr(PathFinder, "_connected", lambda self, seeds, groups: groups)
+    unfiltered, _ = finder.distances(seeds, passages=asked)
+    assert len(dist) < len(unfiltered)  # without the components it searched on
+    monkeypatch.undo()
+    for cid, ex in finder.explain(seeds, cut_off[:3], {}).items():
+        assert ex.path == [cid]  # the passage alone: nothing leads to it
+    reader.close()
