@@ -52,7 +52,7 @@ def _add(args: argparse.Namespace) -> dict[str, float]:
     picked = docs[::step][: args.n]
     store = open_store(graph, keep_versions=config.store.keep_versions)
     m = config.models
-    encoder = load_encoder(m.embedding, m.batch_size, m.device)
+    encoder = load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
     encoder.encode(["warm-up"])
     t0 = time.perf_counter()
     gone = apply_update(store, config, encoder, delete=[d.id for d in picked])

@@ -54,7 +54,8 @@ def main() -> int:
     config = Config()
     docs = load_paths([corpus]).documents
     texts = [f"{d.title}\n{d.text}" for d in docs]
-    encoder = load_encoder(config.models.embedding, config.models.batch_size, config.models.device)
+    m = config.models  # the bare side: sentence-transformers on torch
+    encoder = load_encoder(m.embedding, m.batch_size, m.device, "torch")
     encoder.encode(texts[:64])  # warm-up, so neither side pays first-call costs
     t0 = time.perf_counter()
     encoder.encode(texts)

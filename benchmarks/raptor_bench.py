@@ -62,7 +62,8 @@ def main() -> int:
     config = Config()
     with store.reader() as reader:
         model = reader.manifest.get("models", {}).get("embedding", config.models.embedding)
-        encoder = load_encoder(model, config.models.batch_size, config.models.device)
+        m = config.models
+        encoder = load_encoder(model, m.batch_size, m.device, m.runtime)
         texts = [q.text for q in questions]
         qvecs = dict(zip(texts, encoder.encode(texts), strict=True))
         tree = TreeSearch(reader)

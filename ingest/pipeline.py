@@ -123,7 +123,7 @@ def _merge(store: GraphStore, documents: Sequence[Document]) -> list[Document]:
 
 def _encoder(config: Config) -> Encoder:
     m = config.models
-    return load_encoder(m.embedding, m.batch_size, m.device)
+    return load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
 
 
 def _run_stages(

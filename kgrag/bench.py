@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from .config import Config
 from .errors import InputError, KgragError
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -72,8 +73,9 @@ def _dir_size(path: Path) -> int:
 def measure_ingest(corpus: Path, graph: Path, config: Any, *, progress: bool) -> dict[str, Any]:
     """Build ``graph`` from ``corpus``; per-stage seconds against bare encoding.
 
-    The bare side encodes every passage as ``title\\ntext`` with the same model
-    after a warm-up, which is what a plain dense index costs."""
+    The bare side encodes every passage as ``title\\ntext`` with the same model on
+    sentence-transformers (torch) after a warm-up, which is what a plain dense index
+    costs; the ingest runs the configured runtime."""
     from ingest import ingest_paths
     from ingest.load import load_paths
 
@@ -86,7 +88,7 @@ def measure_ingest(corpus: Path, graph: Path, config: Any, *, progress: bool) ->
         raise InputError(str(corpus), "no passages to ingest")
     texts = [f"{d.title}\n{d.text}" for d in loaded.documents]
     models = config.models
-    encoder = load_encoder(models.embedding, models.batch_size, models.device)
+    encoder = load_encoder(models.embedding, models.batch_size, models.device, "torch")
     encoder.encode(texts[:64])  # warm-up: neither side pays first-call costs
     started = time.perf_counter()
     encoder.encode(texts)
@@ -151,12 +153,17 @@ def default_queries(engine: Any, n: int = 30) -> list[str]:
 
 
 def query_modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
-    """Each measured mode as a one-question call; the first is the bare baseline."""
+    """Each measured mode as a one-question call; the first is the bare baseline
+    (sentence-transformers on torch, whatever runtime the engine's encoder is on)."""
+    from .encoders import load_encoder
+
     ids, matrix = engine.reader.vectors("chunks")
     top_k = min(k, len(ids))
+    models = (engine.build_config or Config()).models
+    plain = load_encoder(engine.encoder.model_id, models.batch_size, models.device, "torch")
 
     def bare(q: str) -> list[str]:
-        scores = matrix @ engine.encoder.encode_one(q)
+        scores = matrix @ plain.encode_one(q)
         top = np.argpartition(-scores, top_k - 1)[:top_k]
         return [ids[i] for i in top[np.argsort(-scores[top])]]
 

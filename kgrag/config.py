@@ -32,6 +32,13 @@ class ModelsConfig(_Section):
     )
     batch_size: int = Field(64, ge=1, description="Encoder batch size.")
     device: str = Field("cpu", description="Torch device for the encoder.")
+    runtime: Literal["onnx", "torch"] = Field(
+        "onnx",
+        description="What runs the embedding model on the CPU: 'onnx' (ONNX Runtime, on "
+        "the model exported once and cached beside it; the same vectors, cosine >= 0.9999) "
+        "or 'torch' (sentence-transformers). A model that does not pool by mean, or another "
+        "device, runs on torch.",
+    )
 
 
 class ChunkConfig(_Section):

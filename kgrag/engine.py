@@ -286,6 +286,7 @@ def open(  # noqa: A001 - the public name is kgrag.open
         models.get("embedding", config.models.embedding),
         config.models.batch_size,
         config.models.device,
+        config.models.runtime,
     )
     engine = Engine(store, reader, encoder, config.retrieval, build_config=config)
     engine.follow_latest = index_version is None

@@ -12,6 +12,7 @@ import importlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,6 +135,28 @@ class SentenceTransformerEncoder(Encoder):
             for (i, j, _), vec in zip(apart, alone, strict=True):
                 out[i][j] = vec
         return normalise(whole), [normalise(r) if len(r) else r for r in out]
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer."""
+        return self.model.tokenizer
+
+    def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, its token ids and their (unnormalised) vectors, padding left out."""
+        # the stubs type output_value=None as one dict; at runtime it is one dict per text
+        outputs: Any = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            output_value=None,
+            convert_to_numpy=False,
+            show_progress_bar=False,
+        )
+        found = []
+        for out in outputs:
+            mask = out["attention_mask"].cpu().numpy().astype(bool)
+            ids = out["input_ids"].cpu().numpy()[mask]
+            found.append((ids, out["token_embeddings"].float().cpu().numpy()[mask]))
+        return found
 
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

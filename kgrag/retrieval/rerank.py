@@ -26,7 +26,10 @@ import numpy as np
 from ..errors import ModelError, Unsupported
 
 if TYPE_CHECKING:
+    from ..encoders.onnx import OnnxEncoder
     from ..encoders.sentence import SentenceTransformerEncoder
+
+    TokenEncoder = SentenceTransformerEncoder | OnnxEncoder
 
 METHODS = ("colbert", "cross-encoder")
 
@@ -130,11 +133,10 @@ class ColbertReranker(Reranker):
 
     method = "colbert"
 
-    def __init__(self, encoder: SentenceTransformerEncoder, *, batch_size: int = 32) -> None:
+    def __init__(self, encoder: TokenEncoder) -> None:
         self.encoder = encoder
         self.model_id = encoder.model_id
-        self.batch_size = batch_size
-        tokenizer = encoder.model.tokenizer
+        tokenizer = encoder.tokenizer
         self._special = np.asarray(sorted(set(tokenizer.all_special_ids)), dtype=np.int64)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
@@ -152,24 +154,13 @@ class ColbertReranker(Reranker):
 
     def _token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Per text, the unit vectors of its real tokens (no padding, no [CLS]/[SEP])."""
-        # the stubs type output_value=None as one dict; at runtime it is one dict per text
-        outputs: Any = self.encoder.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            output_value=None,
-            convert_to_numpy=False,
-            show_progress_bar=False,
-        )
-        return [self._real_tokens(out) for out in outputs]
-
-    def _real_tokens(self, features: dict[str, Any]) -> np.ndarray:
-        ids = features["input_ids"].cpu().numpy()
-        mask = features["attention_mask"].cpu().numpy().astype(bool)
-        keep = mask & ~np.isin(ids, self._special)
-        vectors = features["token_embeddings"].float().cpu().numpy()[keep].astype(np.float64)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return vectors / norms
+        out = []
+        for ids, tokens in self.encoder.token_embeddings(texts):
+            vectors = np.asarray(tokens, dtype=np.float64)[~np.isin(ids, self._special)]
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            out.append(vectors / norms)
+        return out
 
 
 @lru_cache(maxsize=8)
@@ -178,13 +169,12 @@ def _cached_cross_encoder(model: str) -> CrossEncoderReranker:
 
 
 @lru_cache(maxsize=8)
-def _cached_colbert(encoder: SentenceTransformerEncoder) -> ColbertReranker:
+def _cached_colbert(encoder: TokenEncoder) -> ColbertReranker:
     return ColbertReranker(encoder)
 
 
 def load_reranker(method: str, *, cross_encoder_model: str | None, encoder: Any) -> Reranker:
     """The reranker for RCP ``rerank.method``, loaded once per process per model."""
-    from ..encoders.sentence import SentenceTransformerEncoder
 
     if method == "cross-encoder":
         if not cross_encoder_model:
@@ -194,9 +184,9 @@ def load_reranker(method: str, *, cross_encoder_model: str | None, encoder: Any)
             )
         return _cached_cross_encoder(cross_encoder_model)
     if method == "colbert":
-        if not isinstance(encoder, SentenceTransformerEncoder):
+        if not _has_tokens(encoder):
             raise Unsupported(
-                "rerank method 'colbert' needs a sentence-transformers encoder",
+                "rerank method 'colbert' needs a transformer encoder's token vectors",
                 option="rerank.method",
             )
         return _cached_colbert(encoder)
@@ -204,6 +194,14 @@ def load_reranker(method: str, *, cross_encoder_model: str | None, encoder: Any)
         f"unknown rerank method {method!r}; this engine offers {', '.join(METHODS)}",
         option="rerank.method",
     )
+
+
+def _has_tokens(encoder: Any) -> bool:
+    """Whether ``encoder`` gives its token vectors (what ColBERT scoring reads)."""
+    from ..encoders.onnx import OnnxEncoder
+    from ..encoders.sentence import SentenceTransformerEncoder
+
+    return isinstance(encoder, (SentenceTransformerEncoder, OnnxEncoder))
 
 
 @lru_cache(maxsize=8)
@@ -217,10 +215,8 @@ def _cross_encoder_loads(model: str) -> bool:
 
 def available_methods(cross_encoder_model: str | None, encoder: Any) -> list[str]:
     """The rerank methods that really load here, sorted; a failed model is tried only once."""
-    from ..encoders.sentence import SentenceTransformerEncoder
-
     methods = []
-    if isinstance(encoder, SentenceTransformerEncoder):
+    if _has_tokens(encoder):
         methods.append("colbert")
     if cross_encoder_model and _cross_encoder_loads(cross_encoder_model):
         methods.append("cross-encoder")

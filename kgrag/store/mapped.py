@@ -156,7 +156,15 @@ class ServingFiles:
         return found.take(r)
 
     def _rescore(self, kind: str, vec: np.ndarray, rows: np.ndarray, k: int) -> list[Any]:
-        exact = self.vectors_of(kind, rows) @ vec
+        """The top ``k`` of ``rows`` by :func:`exact_scores`, ties by row; over many rows,
+        of the ``max(32, 4k)`` best by a float32 product."""
+        vectors = self.vectors_of(kind, rows)
+        wide = max(_MIN_CANDIDATES, 4 * k)
+        if len(rows) > wide:
+            rough = vectors @ vec
+            keep = np.sort(np.argpartition(-rough, wide - 1)[:wide])
+            rows, vectors = rows[keep], vectors[keep]
+        exact = exact_scores(vectors, vec)
         order = np.lexsort((rows, -exact))[:k]
         return [(int(rows[i]), float(exact[i])) for i in order]
 
@@ -306,6 +314,18 @@ class ServingFiles:
             self._maps.clear()
 
 
+def exact_scores(vectors: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Cosines of unit ``vectors`` with ``vec``, as float32: a float64 product rounded.
+    A float32 product is not the same for equal rows at different positions (the BLAS
+    kernel sums a block's rows in another order than its tail's), so equal vectors (a
+    community carried down a level) could score a last bit apart and order by position;
+    rounded from float64, they score alike and tie by row, as a database that scores in
+    double precision orders them."""
+    return (np.asarray(vectors, dtype=np.float64) @ np.asarray(vec, dtype=np.float64)).astype(
+        np.float32
+    )
+
+
 def ann_nearest(
     index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
 ) -> list[list[tuple[int, float]]]:
@@ -318,7 +338,7 @@ def ann_nearest(
     out = []
     for i, vec in enumerate(np.atleast_2d(q)):
         rows = np.sort(found[i][found[i] >= 0].astype(np.int64))
-        exact = vectors(rows) @ vec
+        exact = exact_scores(vectors(rows), vec)
         order = np.lexsort((rows, -exact))[:k]
         out.append([(int(rows[j]), float(exact[j])) for j in order])
     return out

