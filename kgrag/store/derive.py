@@ -68,8 +68,8 @@ SERVING = "serving"
 #: 7: 32-bit graph indices, relation lengths as float32; 8: chunk titles; 9: the ANN index
 #: is faiss's product-quantised scan (was usearch's HNSW); 10: the default ANN threshold is
 #: 50,000 rows (was 200,000), so 2Wiki's facts and entities are searched through the index;
-#: the entities' ``component`` attribute
-SERVING_FORMAT = 10
+#: 11: the entities' ``component`` attribute
+SERVING_FORMAT = 11
 #: kinds with at least this many rows get an ANN index (``store.ann_min_rows``): at 6k
 #: passages, 69k facts take 0.4 ms a query through it against 1.9 ms by the fp16 scan
 ANN_MIN_ROWS = 50_000
