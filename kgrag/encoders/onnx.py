@@ -220,11 +220,13 @@ class OnnxEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model_id = name
         self.batch_size = batch_size
-        self.dim = int(self._run(["a"])[1].shape[1])
+        self.dim = int(self._run(["a"], tokens=False)[1].shape[1])
 
-    def _run(self, texts: Sequence[str], offsets: bool = False) -> tuple[Any, np.ndarray, Any]:
-        """Token vectors (b, length, dim), pooled vectors (b, dim) and the tokenizer's
-        output for one batch."""
+    def _run(
+        self, texts: Sequence[str], offsets: bool = False, tokens: bool = True
+    ) -> tuple[Any, np.ndarray, Any]:
+        """Token vectors (b, length, dim; None unless ``tokens``), pooled vectors
+        (b, dim) and the tokenizer's output for one batch."""
         enc = self.tokenizer(
             list(texts),
             padding=True,
@@ -234,8 +236,10 @@ class OnnxEncoder(Encoder):
             return_tensors="np",
         )
         feed = {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask")}
-        tokens, pooled = self.session.run(["tokens", "pooled"], feed)
-        return tokens, pooled, enc
+        if not tokens:  # the token vectors are not copied out
+            return None, self.session.run(["pooled"], feed)[0], enc
+        found, pooled = self.session.run(["tokens", "pooled"], feed)
+        return found, pooled, enc
 
     def _batches(self, texts: Sequence[str]) -> list[list[int]]:
         """Indexes of ``texts`` in batches of similar length (longest first)."""
@@ -248,7 +252,7 @@ class OnnxEncoder(Encoder):
         unique = list(dict.fromkeys(texts))
         out = np.zeros((len(unique), self.dim), dtype=np.float32)
         for batch in self._batches(unique):
-            out[batch] = self._run([unique[i] for i in batch])[1]
+            out[batch] = self._run([unique[i] for i in batch], tokens=False)[1]
         if len(unique) < len(texts):
             at = {t: i for i, t in enumerate(unique)}
             out = out[[at[t] for t in texts]]
