@@ -62,14 +62,19 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory):
         proc.wait()
 
 
-@pytest.fixture(scope="session")
-def science_neo4j(science_graph: Path, neo4j_uri: str) -> str:
-    """The science graph folder copied into Neo4j: the same records, rows and vectors."""
+def copy_into_neo4j(graph: Path, location: str) -> str:
+    """The current version of the graph folder ``graph`` copied to the Neo4j graph
+    ``location`` (a URI with the graph's name): the same records, rows and vectors."""
     from kgrag.store import copy_graph, open_store
 
-    location = f"{neo4j_uri}/science"
     target = open_store(location)
-    with open_store(science_graph).reader() as reader:
+    with open_store(graph).reader() as reader:
         copy_graph(reader, target)
     target.close()
     return location
+
+
+@pytest.fixture(scope="session")
+def science_neo4j(science_graph: Path, neo4j_uri: str) -> str:
+    """The science graph folder copied into Neo4j."""
+    return copy_into_neo4j(science_graph, f"{neo4j_uri}/science")

@@ -84,10 +84,15 @@ def model_layout(path: Path) -> tuple[int, bool]:
 
 def export_key(path: Path) -> str:
     """What the export depends on: the model's files (names, sizes, times), torch's
-    version and :data:`EXPORT_VERSION`."""
-    import torch
+    version and :data:`EXPORT_VERSION` (read from the package metadata: a cached export
+    is used without importing torch)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    h = hashlib.sha256(f"{EXPORT_VERSION} {torch.__version__}".encode())
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "none"
+    h = hashlib.sha256(f"{EXPORT_VERSION} {torch_version}".encode())
     for f in sorted(p for p in path.rglob("*") if p.is_file() and "kgrag-onnx" not in p.parts):
         st = f.stat()
         h.update(f"{f.relative_to(path)} {st.st_size} {st.st_mtime_ns}\n".encode())

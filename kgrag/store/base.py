@@ -51,6 +51,36 @@ VECTOR_KINDS = ("chunks", "sentences", "entities", "facts", "communities", "tree
 GRAPHS = ("walk", "relations", "mentions", "links")
 
 
+def nearest_request(
+    size: int, queries: np.ndarray, k: int, among: np.ndarray | None
+) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """What every store's :meth:`GraphReader.nearest` starts with: the queries as float32
+    rows, ``k`` clamped to the rows there are (<= 0: answer empty lists), and the
+    candidate rows sorted (None: the whole kind)."""
+    q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+    k = min(k, size if among is None else len(among))
+    cand = None if among is None else np.sort(np.asarray(among, dtype=np.int64))
+    return q, k, cand
+
+
+def exact_scores(vectors: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Cosines of unit ``vectors`` with ``vec``, as float32: a float64 product rounded.
+    A float32 product is not the same for equal rows at different positions (the BLAS
+    kernel sums a block's rows in another order than its tail's), so equal vectors (a
+    community carried down a level) could score a last bit apart and order by position;
+    rounded from float64, they score alike and tie by row, as a database that scores in
+    double precision orders them."""
+    return (np.asarray(vectors, dtype=np.float64) @ np.asarray(vec, dtype=np.float64)).astype(
+        np.float32
+    )
+
+
+def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (row, score) pairs, best first, ties by row."""
+    order = np.lexsort((rows, -scores))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
 @dataclass(frozen=True, slots=True)
 class Adjacency:
     """The neighbours of a set of rows, CSR-shaped: row i of the request has

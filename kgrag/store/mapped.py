@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidParams, StoreError
-from .base import GRAPHS, Adjacency
+from .base import GRAPHS, Adjacency, exact_scores, nearest_request, top_rows
 from .derive import HALF_KINDS
 from .maps import FileRows, map_array
 
@@ -128,13 +128,10 @@ class ServingFiles:
     def nearest(
         self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None
     ) -> list[list[tuple[int, float]]]:
-        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        n = self.size(kind)
-        k = min(k, n if among is None else len(among))
+        q, k, cand = nearest_request(self.size(kind), queries, k, among)
         if k <= 0:
             return [[] for _ in range(len(q))]
-        if among is not None:
-            cand = np.sort(np.asarray(among, dtype=np.int64))
+        if cand is not None:
             return [self._rescore(kind, vec, cand, k) for vec in q]
         if kind in self.meta.get("ann", ()):
             return self._ann(kind, q, k)
@@ -164,9 +161,7 @@ class ServingFiles:
             rough = vectors @ vec
             keep = np.sort(np.argpartition(-rough, wide - 1)[:wide])
             rows, vectors = rows[keep], vectors[keep]
-        exact = exact_scores(vectors, vec)
-        order = np.lexsort((rows, -exact))[:k]
-        return [(int(rows[i]), float(exact[i])) for i in order]
+        return top_rows(rows, exact_scores(vectors, vec), k)
 
     def _half(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top k of each query row by half-precision scores over a candidate margin,
@@ -314,18 +309,6 @@ class ServingFiles:
             self._maps.clear()
 
 
-def exact_scores(vectors: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """Cosines of unit ``vectors`` with ``vec``, as float32: a float64 product rounded.
-    A float32 product is not the same for equal rows at different positions (the BLAS
-    kernel sums a block's rows in another order than its tail's), so equal vectors (a
-    community carried down a level) could score a last bit apart and order by position;
-    rounded from float64, they score alike and tie by row, as a database that scores in
-    double precision orders them."""
-    return (np.asarray(vectors, dtype=np.float64) @ np.asarray(vec, dtype=np.float64)).astype(
-        np.float32
-    )
-
-
 def ann_nearest(
     index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
 ) -> list[list[tuple[int, float]]]:
@@ -338,9 +321,7 @@ def ann_nearest(
     out = []
     for i, vec in enumerate(np.atleast_2d(q)):
         rows = np.sort(found[i][found[i] >= 0].astype(np.int64))
-        exact = exact_scores(vectors(rows), vec)
-        order = np.lexsort((rows, -exact))[:k]
-        out.append([(int(rows[j]), float(exact[j])) for j in order])
+        out.append(top_rows(rows, exact_scores(vectors(rows), vec), k))
     return out
 
 

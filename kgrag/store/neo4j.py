@@ -83,6 +83,9 @@ from .base import (
     GraphReader,
     GraphStore,
     GraphWriter,
+    exact_scores,
+    nearest_request,
+    top_rows,
 )
 from .bm25 import (
     K1,
@@ -1144,15 +1147,13 @@ class Neo4jGraphReader(GraphReader):
         self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None = None
     ) -> list[list[tuple[int, float]]]:
         kind = _check_kind(kind)
-        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         n = self.size(kind)
-        k = min(k, n if among is None else len(among))
+        q, k, cand = nearest_request(n, queries, k, among)
         if k <= 0:
             return [[] for _ in range(len(q))]
-        if among is not None:
-            cand = np.sort(np.asarray(among, dtype=np.int64))
+        if cand is not None:
             vecs = self.vectors_of(kind, cand)
-            return [_top(cand, vecs @ vec, k) for vec in q]
+            return [top_rows(cand, exact_scores(vecs, vec), k) for vec in q]
         # the index's candidates (its scores are of quantised vectors: 2Wiki, a true top-5
         # fact was missing from its best 32 in 12 of 40 questions), re-scored in the
         # database by the exact cosine of the stored vectors
@@ -1168,7 +1169,7 @@ class Neo4jGraphReader(GraphReader):
         which = np.array(qi, dtype=np.int64)
         rows = np.array(rows_, dtype=np.int64)
         cos = 2.0 * np.array(sims, dtype=np.float64) - 1.0  # Neo4j's cosine is (1 + cos) / 2
-        return [_top(rows[which == i], cos[which == i], k) for i in range(len(q))]
+        return [top_rows(rows[which == i], cos[which == i], k) for i in range(len(q))]
 
     def similarity(
         self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
@@ -1310,11 +1311,6 @@ def _check_kind(kind: str) -> str:
     if kind not in VECTOR_KINDS:
         raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
     return kind
-
-
-def _top(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    order = np.lexsort((rows, -scores))[:k]
-    return [(int(rows[i]), float(scores[i])) for i in order]
 
 
 def _one_line(exc: BaseException) -> str:

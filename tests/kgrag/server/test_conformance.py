@@ -25,6 +25,8 @@ import pytest
 import rcp
 from every_method import exercise_every_method
 
+from tests.conftest import copy_into_neo4j
+
 Raw = Callable[[dict[str, Any]], dict[str, Any]]
 Notify = Callable[[dict[str, Any]], Any]
 
@@ -53,14 +55,7 @@ def graph_copy(
     """The science graph, copied: as a folder, and into Neo4j (the same checks pass over
     both)."""
     if request.param == "neo4j":
-        from kgrag.store import copy_graph, open_store
-
-        location = f"{request.getfixturevalue('neo4j_uri')}/conformance"
-        target = open_store(location)
-        with open_store(science_graph).reader() as reader:
-            copy_graph(reader, target)
-        target.close()
-        return location
+        return copy_into_neo4j(science_graph, f"{request.getfixturevalue('neo4j_uri')}/conformance")
     root = tmp_path_factory.mktemp("conformance") / "science"
     shutil.copytree(science_graph, root)
     return root
