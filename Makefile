@@ -32,7 +32,7 @@ test: install neo4j-build
 NEO4J_BUILT := neo4j/target/classes/kgrag/neo4j/Launcher.class
 neo4j-build: $(NEO4J_BUILT)
 
-$(NEO4J_BUILT): neo4j/pom.xml neo4j/src/main/java/kgrag/neo4j/Launcher.java
+$(NEO4J_BUILT): neo4j/pom.xml $(wildcard neo4j/src/main/java/kgrag/neo4j/*.java)
 	mvn -q -B -f neo4j/pom.xml package
 	touch $@
 

@@ -37,7 +37,6 @@ from typing import Any
 
 import igraph as ig
 import numpy as np
-import scipy.sparse as sp
 
 from ..encoders import Encoder
 from ..store import GraphReader
@@ -163,7 +162,7 @@ class LocalSearch:
             "synonym": settings.synonym_weight,
         }
         if settings.push_eps > 0 and weights == WALK_WEIGHTS:
-            self._walk: Any = self._stored_columns
+            self._walk: Any = None  # the store's walk: the reader pushes
             return
         graph = _weighted(self._whole_graph(), settings)
         # float32: half the bytes per round; ranks settle long before float32 rounding
@@ -174,11 +173,6 @@ class LocalSearch:
             import torch
 
             self._walk = transition(graph).astype(torch.float32)
-
-    def _stored_columns(self, active: np.ndarray) -> sp.csc_matrix:
-        adj = self.reader.adjacency("walk", active)
-        shape = (self.n_vertices, len(active))
-        return sp.csc_matrix((adj.data, adj.indices, adj.indptr), shape=shape)
 
     def _whole_graph(self) -> ig.Graph:
         """Every entity, passage and edge as one igraph (reads every record)."""
@@ -395,6 +389,8 @@ class LocalSearch:
             reset[self.chunk_vertex] += s.passage_weight * scaled
         if reset.sum() <= 0:
             return np.zeros(self.n_vertices)
+        if s.push_eps > 0 and self._walk is None:
+            return self.reader.pushed_pagerank(reset, s.damping, s.push_eps)
         if s.push_eps > 0:
             return pushed_pagerank(self._walk, reset, s.damping, s.push_eps)
         return personalized_pagerank(self._walk, reset, s.damping, s.ppr_tol)

@@ -18,6 +18,7 @@ evidence chunk is among the leaves:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,21 +84,34 @@ class PathFinder:
         rank = self._seed_rank(seeds)
         ends = list(dict.fromkeys([via.get(c, c) for c in passages] + list(passages)))
         mentioned = self._mentioned(ends)
+        named = {cid: via.get(cid, cid) for cid in passages}
+        end = {cid: self._end(mentioned[named[cid]], dist, pred, rank) for cid in passages}
+        chains = self._chains([e for e in end.values() if e is not None], pred)
         out: dict[str, Explanation] = {}
         for cid in passages:
-            named = via.get(cid, cid)
-            out[cid] = self._passage(named, mentioned[named], dist, pred, rank)
+            out[cid] = self._passage(named[cid], end[cid], pred, chains)
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
         return out
 
     def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:
         """The path from the nearest seed to ``entity`` (empty when unreachable)."""
-        ex = Explanation()
-        row = int(self.reader.rows("entities", [entity])[0])
-        if row >= 0 and row in dist:
-            self._walk(ex, row, pred, prefer=None)
-        return ex
+        return self.entity_paths([entity], dist, pred)[0]
+
+    def entity_paths(
+        self, entities: Sequence[str], dist: dict[int, float], pred: dict[int, int]
+    ) -> list[Explanation]:
+        """The path from the nearest seed to each of ``entities`` (empty when
+        unreachable), read together."""
+        rows = [int(x) for x in self.reader.rows("entities", list(entities)).tolist()]
+        chains = self._chains([r for r in rows if r >= 0 and r in dist], pred)
+        out = []
+        for row in rows:
+            ex = Explanation()
+            if row >= 0 and row in dist:
+                self._walk(ex, row, pred, None, chains)
+            out.append(ex)
+        return out
 
     def distances(
         self,
@@ -275,23 +289,28 @@ class PathFinder:
                     pending.setdefault(dx, set()).add(x)
         return dist, pred
 
-    def _passage(
+    def _end(
         self,
-        cid: str,
         mentioned: np.ndarray,
         dist: dict[int, float],
         pred: dict[int, int],
         rank: dict[int, int],
+    ) -> int | None:
+        """The entity a passage's path ends at: of those it mentions, the nearest to a
+        seed (then the better seed, then the row); None when none is reached."""
+        reachable = [int(x) for x in mentioned.tolist() if int(x) in dist]
+        if not reachable:
+            return None
+        return min(reachable, key=lambda x: (dist[x], rank.get(self._root(x, pred), len(rank)), x))
+
+    def _passage(
+        self, cid: str, end: int | None, pred: dict[int, int], chains: Chains
     ) -> Explanation:
         ex = Explanation()
-        reachable = [int(x) for x in mentioned.tolist() if int(x) in dist]
-        if reachable:
-            end = min(
-                reachable, key=lambda x: (dist[x], rank.get(self._root(x, pred), len(rank)), x)
-            )
-            self._walk(ex, end, pred, prefer=cid)
+        if end is not None:
+            self._walk(ex, end, pred, cid, chains)
             ex.path.append(cid)
-            ex.edges.append(_edge(self.reader.ids("entities", [end])[0], cid, "mention", cid))
+            ex.edges.append(_edge(chains.ids[end], cid, "mention", cid))
         else:
             ex.path.append(cid)
         ex.leaves.append(cid)
@@ -323,31 +342,55 @@ class PathFinder:
         ex.path.append(cid)
         ex.leaves.append(cid)
 
-    def _walk(self, ex: Explanation, end: int, pred: dict[int, int], prefer: str | None) -> None:
+    def _walk(
+        self, ex: Explanation, end: int, pred: dict[int, int], prefer: str | None, chains: Chains
+    ) -> None:
         """Append the seed ... ``end`` entity chain and its relation edges to ``ex``."""
-        chain = [end]
-        while pred.get(chain[-1], -9999) >= 0:
-            chain.append(pred[chain[-1]])
-        chain.reverse()
-        ex.path.extend(self.reader.ids("entities", chain))
-        for rel in self._relations(chain):
+        chain = _chain(end, pred)
+        ex.path.extend(chains.ids[x] for x in chain)
+        for a, b in itertools.pairwise(chain):
+            rel = chains.relations[(a, b)]
             evidence = prefer if prefer in rel.evidence else rel.evidence[0]
             ex.edges.append(_edge(rel.src, rel.dst, "relation", evidence, rel.predicate, rel.id))
             ex.leaves.append(evidence)
 
-    def _relations(self, chain: list[int]) -> list[Relation]:
-        """The relation each consecutive pair of ``chain`` stands for."""
-        if len(chain) < 2:
-            return []
-        adj = self.reader.adjacency("relations", np.array(chain[:-1], dtype=np.int64))
+    def _chains(self, ends: Sequence[int], pred: dict[int, int]) -> Chains:
+        """The ids and relations of the seed ... end chains of ``ends``, in one read of
+        each (rather than a read per path)."""
+        chains = [_chain(end, pred) for end in ends]
+        rows = sorted({x for chain in chains for x in chain})
+        ids = dict(zip(rows, self.reader.ids("entities", rows), strict=True))
+        pairs = sorted({p for chain in chains for p in itertools.pairwise(chain)})
+        if not pairs:
+            return Chains(ids, {})
+        heads = sorted({a for a, _ in pairs})
+        at = {h: i for i, h in enumerate(heads)}
+        adj = self.reader.adjacency("relations", np.array(heads, dtype=np.int64))
         edges = []
-        for i, nxt in enumerate(chain[1:]):
-            cols = adj.of(i)
-            at = int(np.searchsorted(cols, nxt))
-            edges.append(int(adj.edge[adj.indptr[i] + at]))  # type: ignore[index]
-        ids = self.reader.relation_ids(np.array(edges, dtype=np.int64))
-        found = {x.id: x for x in self.reader.relations(ids)}
-        return [found[i] for i in ids]
+        for a, b in pairs:
+            cols = adj.of(at[a])
+            edges.append(int(adj.edge[adj.indptr[at[a]] + int(np.searchsorted(cols, b))]))  # type: ignore[index]
+        rel_ids = self.reader.relation_ids(np.array(edges, dtype=np.int64))
+        found = {x.id: x for x in self.reader.relations(list(dict.fromkeys(rel_ids)))}
+        return Chains(ids, {p: found[r] for p, r in zip(pairs, rel_ids, strict=True)})
+
+
+@dataclass(frozen=True, slots=True)
+class Chains:
+    """What the paths of one explanation read: entity ids by row, and the relation
+    each consecutive pair of a chain stands for."""
+
+    ids: dict[int, str]
+    relations: dict[tuple[int, int], Relation]
+
+
+def _chain(end: int, pred: dict[int, int]) -> list[int]:
+    """The rows from the seed to ``end`` by predecessor."""
+    chain = [end]
+    while pred.get(chain[-1], -9999) >= 0:
+        chain.append(pred[chain[-1]])
+    chain.reverse()
+    return chain
 
 
 def _edge(

@@ -198,6 +198,14 @@ def prefetch(source: Source, rows: Sequence[int]) -> None:
         source.items.prefetch(rows)
 
 
+def rows_of(source: Source, ids: Sequence[str]) -> dict[str, int]:
+    """The row of each of ``ids`` that the source has, in one read of the store."""
+    if isinstance(source.row_of, StoreRows):
+        found = source.row_of.reader.rows(source.row_of.kind, list(ids)).tolist() if ids else []
+        return {i: int(r) for i, r in zip(ids, found, strict=True) if r >= 0}
+    return {i: source.row_of[i] for i in ids if i in source.row_of}
+
+
 def load_sources(reader: GraphReader) -> Sources:
     """Every unit's source for one graph version (built as first used)."""
     return Sources(reader)

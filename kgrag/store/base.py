@@ -208,6 +208,25 @@ class GraphReader(ABC):
     def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
         """The neighbours of ``rows`` in one of :data:`GRAPHS`."""
 
+    def pushed_pagerank(
+        self, reset: np.ndarray, damping: float, eps: float, rounds: int = 100
+    ) -> np.ndarray:
+        """Approximate personalized PageRank over the stored walk
+        (:func:`kgrag.graph.ppr.pushed_pagerank`; ``reset`` over every vertex). Each
+        round reads the walk columns of its active vertices by :meth:`adjacency`; a
+        server-backed store may run the whole push where the graph lives."""
+        from ..graph.ppr import pushed_pagerank
+
+        n = len(reset)
+
+        def columns(active: np.ndarray) -> Any:
+            import scipy.sparse as sp
+
+            adj = self.adjacency("walk", active)
+            return sp.csc_matrix((adj.data, adj.indices, adj.indptr), shape=(n, len(active)))
+
+        return pushed_pagerank(columns, reset, damping, eps, rounds)
+
     @abstractmethod
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The graph vertex of each chunk row (every row when None)."""

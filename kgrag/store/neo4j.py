@@ -54,7 +54,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,11 @@ LABELS = {
 }
 #: full-text indexed properties of the sparse kinds
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
+#: values a reader keeps of what it read (:meth:`Neo4jGraphReader._memo`): ids, rows,
+#: vectors, adjacency lists, attributes and records of one immutable version
+MEMO_ENTRIES = 200_000
+_NONE = object()
+
 _ATTRS = {
     "chunks": ("title",),
     "entities": ("chunks", "degree", "component"),
@@ -207,6 +213,7 @@ class Neo4jGraphStore(GraphStore):
         with contextlib.suppress(OSError):
             self.root.mkdir(parents=True, exist_ok=True)
         self._driver = driver or _connect(self.location)
+        self._procedures: set[str] | None = None
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -232,6 +239,17 @@ class Neo4jGraphStore(GraphStore):
     def close(self) -> None:
         """Nothing to release: connections are pooled per server for the process
         (one driver per server, as Neo4j advises) and closed at exit."""
+
+    def procedures(self) -> set[str]:
+        """kgrag's procedures the server has (``kgrag.push``: the launcher registers
+        it; a server a team runs has it when the launcher's jar is in its plugins
+        folder). Asked once per store."""
+        if self._procedures is None:
+            found = self.run(
+                "SHOW PROCEDURES YIELD name WHERE name STARTS WITH 'kgrag.' RETURN name"
+            )
+            self._procedures = {str(r[0]) for r in found}
+        return self._procedures
 
     # -- the manifest -----------------------------------------------------------------
 
@@ -897,6 +915,12 @@ class Neo4jGraphReader(GraphReader):
         self._lock = threading.Lock()
         self._sparse: dict[str, QueryTokenizer] = {}
         self._words: sqlite3.Connection | None = None  # the query tokenizers' tables
+        self._kept: OrderedDict[tuple[str, Any], Any] = OrderedDict()  # see _memo
+        #: run the PageRank push and the full dense scan in the database where the
+        #: server has kgrag's procedures (``kgrag.push``, ``kgrag.similarity``)
+        self.server_push = True
+        #: the version's build, for the server's cache of what its procedures read
+        self._build = f"{meta.get('created', '')}/{meta.get('fingerprint', '')}"
 
     def _q(self, cypher: str, **params: Any) -> list[Any]:
         return self.store.run(cypher, **params)
@@ -917,12 +941,51 @@ class Neo4jGraphReader(GraphReader):
         label = self.L[kind]
         if ids is None:
             found = self._q(f"MATCH (n:`{label}`) RETURN n.rec")
-        else:
+            return [json.loads(r[0]) for r in found]
+        if key != "id":  # sentences by chunk: several records a key
             found = self._q(
                 f"UNWIND $ids AS k MATCH (n:`{label}` {{{key}: k}}) RETURN n.rec",
                 ids=list(dict.fromkeys(ids)),
             )
-        return [json.loads(r[0]) for r in found]
+            return [json.loads(r[0]) for r in found]
+
+        def fetch(wanted: list[str]) -> dict[str, Any]:
+            found = self._q(
+                f"UNWIND $ids AS k MATCH (n:`{label}` {{id: k}}) RETURN k, n.rec", ids=wanted
+            )
+            return {k: rec for k, rec in found}
+
+        got = self._memo(f"rec:{kind}", ids, fetch)
+        return [json.loads(got[k]) for k in dict.fromkeys(ids) if k in got]
+
+    def _memo(
+        self, space: str, keys: Sequence[Any], fetch: Callable[[list[Any]], dict[Any, Any]]
+    ) -> dict[Any, Any]:
+        """The values of ``keys`` in ``space``, asking ``fetch`` (one query) only for the
+        keys not kept yet. A published version never changes, so what was read stays
+        true; the reader keeps the last :data:`MEMO_ENTRIES` values it read (a search
+        reads the same seeds, chains and hubs again and again: one query per path, per
+        hit and per feature otherwise). Keys ``fetch`` does not answer are asked again."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[Any, Any] = {}
+        missing = []
+        with self._lock:
+            for k in wanted:
+                hit = self._kept.get((space, k), _NONE)
+                if hit is _NONE:
+                    missing.append(k)
+                else:
+                    self._kept.move_to_end((space, k))
+                    out[k] = hit
+        if missing:
+            got = fetch(missing)
+            out.update(got)
+            with self._lock:
+                for k, v in got.items():
+                    self._kept[(space, k)] = v
+                while len(self._kept) > MEMO_ENTRIES:
+                    self._kept.popitem(last=False)
+        return out
 
     # -- record readers ---------------------------------------------------------------
 
@@ -945,14 +1008,21 @@ class Neo4jGraphReader(GraphReader):
 
     def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
         label = self.L["entities"]
-        where = "" if ids is None else "WHERE e.id IN $ids "
-        found = self._q(
-            f"MATCH (e:`{label}`) {where}OPTIONAL MATCH (c)-[:MENTIONS]->(e) "
-            "RETURN e.rec, collect(c.id)",
-            ids=list(ids or ()),
+        query = (
+            f"MATCH (e:`{label}`) %sOPTIONAL MATCH (c)-[:MENTIONS]->(e) "
+            "RETURN e.id, e.rec, collect(c.id)"
         )
-        out = [schema.entity(json.loads(r[0]), tuple(sorted(r[1]))) for r in found]
-        return sorted(out, key=lambda e: e.id)
+        if ids is None:
+            found = self._q(query % "")
+            out = [schema.entity(json.loads(r[1]), tuple(sorted(r[2]))) for r in found]
+            return sorted(out, key=lambda e: e.id)
+
+        def fetch(wanted: list[str]) -> dict[str, Any]:
+            found = self._q(query % "WHERE e.id IN $ids ", ids=wanted)
+            return {r[0]: schema.entity(json.loads(r[1]), tuple(sorted(r[2]))) for r in found}
+
+        got = self._memo("entity", ids, fetch)
+        return sorted(got.values(), key=lambda e: e.id)
 
     def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
         where = "" if chunk_ids is None else "WHERE c.id IN $ids "
@@ -979,11 +1049,16 @@ class Neo4jGraphReader(GraphReader):
                 wanted = set(ids)
                 recs = [r for r in recs if r[0] in wanted]
         elif ids is not None:
-            found = self._q(
-                f"UNWIND $ids AS k MATCH (:`{e}`)-[r:RELATED {{id: k}}]->(:`{e}`) RETURN r.rec",
-                ids=list(dict.fromkeys(ids)),
-            )
-            recs = [json.loads(r[0]) for r in found]
+
+            def fetch(wanted: list[str]) -> dict[str, Any]:
+                found = self._q(
+                    f"UNWIND $ids AS k MATCH (:`{e}`)-[r:RELATED {{id: k}}]->(:`{e}`) "
+                    "RETURN k, r.rec",
+                    ids=wanted,
+                )
+                return {k: rec for k, rec in found}
+
+            recs = [json.loads(v) for v in self._memo("relation", ids, fetch).values()]
         else:
             found = self._q(f"MATCH (:`{e}`)-[r:RELATED]->(:`{e}`) RETURN r.rec")
             recs = [json.loads(r[0]) for r in found]
@@ -1103,12 +1178,16 @@ class Neo4jGraphReader(GraphReader):
         r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
         if not r:
             return []
-        got_rows, got_ids = self._cols(
-            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
-            ("r", "n.id"),
-            rows=list(dict.fromkeys(r)),
-        )
-        by_row = {int(a): b for a, b in zip(got_rows, got_ids, strict=True)}
+
+        def fetch(wanted: list[int]) -> dict[int, str]:
+            got_rows, got_ids = self._cols(
+                f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
+                ("r", "n.id"),
+                rows=wanted,
+            )
+            return {int(a): b for a, b in zip(got_rows, got_ids, strict=True)}
+
+        by_row = self._memo(f"id:{kind}", r, fetch)
         missing = [x for x in r if x not in by_row]
         if missing:
             raise StoreError(f"{kind}: no row {missing[0]}")
@@ -1118,12 +1197,17 @@ class Neo4jGraphReader(GraphReader):
         kind = _check_kind(kind)
         if not len(ids):
             return np.zeros(0, dtype=np.int64)
-        got_ids, got_rows = self._cols(
-            f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0",
-            ("k", "n.row"),
-            ids=list(dict.fromkeys(ids)),
-        )
-        by_id = {a: int(b) for a, b in zip(got_ids, got_rows, strict=True)}
+
+        def fetch(wanted: list[str]) -> dict[str, int]:
+            got_ids, got_rows = self._cols(
+                f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0",
+                ("k", "n.row"),
+                ids=wanted,
+            )
+            by_id = {a: int(b) for a, b in zip(got_ids, got_rows, strict=True)}
+            return {k: by_id.get(k, -1) for k in wanted}  # -1: no such id, for good
+
+        by_id = self._memo(f"row:{kind}", list(ids), fetch)
         return np.array([by_id.get(i, -1) for i in ids], dtype=np.int64)
 
     def matrix(self, kind: str) -> Any:
@@ -1135,12 +1219,16 @@ class Neo4jGraphReader(GraphReader):
         dim = int(self.manifest.get("dim", 0))
         if not len(r):
             return np.zeros((0, dim), dtype=np.float32)
-        got_rows, got_vecs = self._cols(
-            f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
-            ("r", "n.vec"),
-            rows=sorted(set(r.tolist())),
-        )
-        by_row = {int(a): b for a, b in zip(got_rows, got_vecs, strict=True)}
+
+        def fetch(wanted: list[int]) -> dict[int, Any]:
+            got_rows, got_vecs = self._cols(
+                f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
+                ("r", "n.vec"),
+                rows=sorted(wanted),
+            )
+            return {int(a): b for a, b in zip(got_rows, got_vecs, strict=True)}
+
+        by_row = self._memo(f"vec:{kind}", r.tolist(), fetch)
         return np.array([by_row[x] for x in r.tolist()], dtype=np.float32).reshape(len(r), -1)
 
     def nearest(
@@ -1187,6 +1275,15 @@ class Neo4jGraphReader(GraphReader):
         out = np.zeros(n, dtype=np.float32)
         if not n:
             return out
+        if self.server_push and "kgrag.similarity" in self.store.procedures():
+            found = self._q(
+                "CALL kgrag.similarity($label, $q, $n, $build) YIELD score RETURN score",
+                label=self.L[kind],
+                q=q.astype(np.float64).tolist(),
+                n=n,
+                build=self._build,
+            )
+            return np.frombuffer(bytes(found[0][0]), dtype="<f4").astype(np.float32)
         # Neo4j's cosine is (1 + cos) / 2
         rows_, sims = self._cols(
             f"MATCH (n:`{self.L[kind]}`) WHERE n.row >= 0",
@@ -1206,13 +1303,17 @@ class Neo4jGraphReader(GraphReader):
             "mentions": (self.L["chunks"], "row", ("mentioned",)),
             "links": (self.L["chunks"], "row", ("links", "links_in")),
         }[graph]
-        # one record of lists: a record per vertex costs the driver ~2x the time
-        found = self._cols(
-            f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}})",
-            ("r", *(f"coalesce(n.{f}, [])" for f in fields)),
-            rows=sorted(set(r)),
-        )
-        by = {int(v): parts for v, *parts in zip(*found, strict=True)}
+
+        def fetch(wanted: list[int]) -> dict[int, Any]:
+            # one record of lists: a record per vertex costs the driver ~2x the time
+            found = self._cols(
+                f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}})",
+                ("r", *(f"coalesce(n.{f}, [])" for f in fields)),
+                rows=sorted(wanted),
+            )
+            return {int(v): parts for v, *parts in zip(*found, strict=True)}
+
+        by = self._memo(f"adj:{graph}", r, fetch)
         indptr = np.zeros(len(r) + 1, dtype=np.int64)
         cols, data, edge = [], [], []
         for i, row in enumerate(r):
@@ -1237,6 +1338,31 @@ class Neo4jGraphReader(GraphReader):
             return Adjacency(indptr, indices, np.array(data, dtype=np.int64))
         return Adjacency(indptr, indices, np.ones(len(indices)))
 
+    def pushed_pagerank(
+        self, reset: np.ndarray, damping: float, eps: float, rounds: int = 100
+    ) -> np.ndarray:
+        """The push in the database (``kgrag.push``, the same float32 arithmetic in the
+        same order as the client's, so the same mass): one query instead of one per
+        round. Without the procedure, or with ``server_push`` off, the client pushes."""
+        if not self.server_push or "kgrag.push" not in self.store.procedures():
+            return super().pushed_pagerank(reset, damping, eps, rounds)
+        r = (reset / reset.sum()).astype(np.float32)
+        at = np.flatnonzero(r)
+        found = self._q(
+            "CALL kgrag.push($label, $vertices, $reset, $n, $damping, $eps, $rounds, $build) "
+            "YIELD mass RETURN mass",
+            label=f"Vertex_{self.tag}",
+            vertices=at.tolist(),
+            reset=r[at].astype(np.float64).tolist(),
+            n=len(r),
+            damping=float(damping),
+            eps=float(eps),
+            rounds=int(rounds),
+            # the server keeps the columns it reads, per build of the version
+            build=self._build,
+        )
+        return np.frombuffer(bytes(found[0][0]), dtype="<f4").astype(np.float32)
+
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
         return self._chunk_prop("vertex", rows)
 
@@ -1255,12 +1381,16 @@ class Neo4jGraphReader(GraphReader):
             by = {int(a): b for a, b in zip(got, values, strict=True)}
             return np.array([by[i] for i in range(self.size(kind))], dtype=dtype)
         r = [int(x) for x in np.asarray(rows, dtype=np.int64).tolist()]
-        got, values = self._cols(
-            f"UNWIND $rows AS r MATCH (n:`{label}` {{row: r}})",
-            ("r", f"n.{prop}"),
-            rows=sorted(set(r)),
-        )
-        by = {int(a): b for a, b in zip(got, values, strict=True)}
+
+        def fetch(wanted: list[int]) -> dict[int, Any]:
+            got, values = self._cols(
+                f"UNWIND $rows AS r MATCH (n:`{label}` {{row: r}})",
+                ("r", f"n.{prop}"),
+                rows=sorted(wanted),
+            )
+            return {int(a): b for a, b in zip(got, values, strict=True)}
+
+        by = self._memo(f"prop:{kind}:{prop}", r, fetch)
         return np.array([by[x] for x in r], dtype=dtype)
 
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
@@ -1290,12 +1420,16 @@ class Neo4jGraphReader(GraphReader):
         if not e:
             return []
         ent = self.L["entities"]
-        found = self._q(
-            f"UNWIND $edges AS k MATCH (:`{ent}`)-[r:RELATED {{edge: k}}]->(:`{ent}`) "
-            "RETURN k, r.id",
-            edges=sorted(set(e)),
-        )
-        by = {int(a): b for a, b in found}
+
+        def fetch(wanted: list[int]) -> dict[int, str]:
+            found = self._q(
+                f"UNWIND $edges AS k MATCH (:`{ent}`)-[r:RELATED {{edge: k}}]->(:`{ent}`) "
+                "RETURN k, r.id",
+                edges=sorted(wanted),
+            )
+            return {int(a): b for a, b in found}
+
+        by = self._memo("edge", e, fetch)
         return [by[x] for x in e]
 
     def close(self) -> None:
@@ -1305,6 +1439,7 @@ class Neo4jGraphReader(GraphReader):
                 self._words.close()
                 self._words = None
             self._sparse.clear()
+            self._kept.clear()
 
 
 def _check_kind(kind: str) -> str:

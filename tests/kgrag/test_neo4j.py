@@ -107,6 +107,36 @@ def test_the_query_side_answers_the_same(both):
             assert a.search_sparse(text, 5, kind) == b.search_sparse(text, 5, kind), (kind, text)
 
 
+def test_the_push_and_the_dense_scan_run_in_the_database(both):
+    """kgrag.push gives the client's mass to the bit, cold and from its cache, and the
+    client's own push (a server without the procedure) gives it too; kgrag.similarity
+    gives the folder's cosines."""
+    a, b = both
+    assert {"kgrag.push", "kgrag.similarity"} <= b.store.procedures()
+    n = a.size("entities") + a.size("chunks")
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        reset = np.zeros(n)
+        reset[rng.choice(n, 12, replace=False)] = rng.random(12)
+        reset[a.chunk_vertices()] += 0.02 * rng.random(a.size("chunks"))
+        for eps in (1e-5, 1e-3):
+            folder = a.pushed_pagerank(reset, 0.5, eps)
+            assert folder.dtype == np.float32 and np.count_nonzero(folder) > 0
+            assert np.array_equal(b.pushed_pagerank(reset, 0.5, eps), folder)
+            b.server_push = False
+            try:
+                assert np.array_equal(b.pushed_pagerank(reset, 0.5, eps), folder)
+            finally:
+                b.server_push = True
+    q = a.matrix("chunks")[[3]][0]
+    served = b.similarity("chunks", q)
+    assert served.dtype == np.float32 and served.shape == (a.size("chunks"),)
+    assert np.allclose(served, a.similarity("chunks", q), atol=1e-6)
+    bad = b.store.run
+    with pytest.raises(StoreError, match="outside"):
+        bad("CALL kgrag.push('Nope', [5], [1.0], 3, 0.5, 1e-5, 10) YIELD mass RETURN mass")
+
+
 def test_searches_answer_the_same(science_graph, science_neo4j):
     import kgrag
 

@@ -16,6 +16,8 @@ import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
+import org.neo4j.kernel.api.procedure.GlobalProcedures;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 
 /**
  * Runs Neo4j Community in this process with Bolt on 127.0.0.1 and authentication off.
@@ -28,7 +30,9 @@ import org.neo4j.graphdb.GraphDatabaseService;
  *
  * HOME holds the database files. PORT 0 (the default) takes a free port. Once the
  * database answers, the launcher writes its Bolt URI to HOME/bolt.uri (atomically)
- * and prints it as its last line; it stops cleanly on SIGTERM or SIGINT.
+ * and prints it as its last line; it stops cleanly on SIGTERM or SIGINT. It registers
+ * kgrag's procedures ({@link Push}, {@link Similarity}), which a server a team runs loads from this jar in
+ * its plugins folder.
  */
 public final class Launcher {
     private Launcher() {}
@@ -77,6 +81,11 @@ public final class Launcher {
                             java.util.Map.of("password", password));
         }
         GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+        // kgrag's procedures (kgrag.push); a server of its own loads them from this jar
+        GlobalProcedures procedures =
+                ((GraphDatabaseAPI) db).getDependencyResolver().resolveDependency(GlobalProcedures.class);
+        procedures.registerProcedure(Push.class);
+        procedures.registerProcedure(Similarity.class);
         db.executeTransactionally("RETURN 1");
         String uri = "bolt://127.0.0.1:" + port;
         Path tmp = home.resolve("bolt.uri.tmp");
