@@ -31,7 +31,8 @@ model's probability that it is evidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,12 +199,15 @@ class LocalSearch:
         """The best ``n`` passages before reranking (as a result), their chunk rows and
         their rerank features (:data:`kgrag.graph.rerank.FEATURES`)."""
         r = self.reader
+        reranked = self.settings.rerank_depth > 0
+        sparse = _soon(r, self._sparse, query, BM25_DEPTH) if reranked else None
         spans = self.names.spans(query) if self.n_entities else None
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
+        scan = _soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
         seeds, seed_rows, facts = self._seeds(qvec, known, span_vecs)
-        dense = r.similarity("chunks", qvec) if self.n_chunks else np.zeros(0)
+        dense = scan.result() if scan else np.zeros(0)
         mass = self._ppr(seed_rows, dense)
         passage_mass = mass[self.chunk_vertex] if self.n_chunks else np.zeros(0)
         ppr_rank, dense_rank = _ranks(passage_mass), _ranks(dense)
@@ -231,8 +235,18 @@ class LocalSearch:
         )
         if self.settings.rerank_depth <= 0 or not rows:
             return found, rows, np.zeros((len(rows), 0))
+        assert sparse is not None
         x = self._features(
-            query, rows, id_of, seed_rows, ppr_rank, dense_rank, dense, passage_mass, via_rows
+            query,
+            rows,
+            id_of,
+            seed_rows,
+            ppr_rank,
+            dense_rank,
+            dense,
+            passage_mass,
+            via_rows,
+            sparse.result(),
         )
         return found, rows, x
 
@@ -247,8 +261,10 @@ class LocalSearch:
         dense: np.ndarray,
         mass: np.ndarray,
         via_rows: dict[int, int],
+        sparse: list[tuple[str, float]],
     ) -> np.ndarray:
-        """The rerank features of candidate ``rows``, from the rows they touch."""
+        """The rerank features of candidate ``rows``, from the rows they touch (``sparse``:
+        the query's best BM25 passages)."""
         r = self.reader
         row_of = {cid: row for row, cid in id_of.items()}
         title_keys = {
@@ -265,9 +281,7 @@ class LocalSearch:
             dense_rank=dense_rank,
             dense=dense,
             mass=mass,
-            bm25_rank={
-                row_of.get(cid, -1): i for i, (cid, _) in enumerate(self._sparse(query, BM25_DEPTH))
-            },
+            bm25_rank={row_of.get(cid, -1): i for i, (cid, _) in enumerate(sparse)},
             title_keys=title_keys,
             query_key=text_key(query),
             seeds=seed_rows,
@@ -394,6 +408,28 @@ class LocalSearch:
         if s.push_eps > 0:
             return pushed_pagerank(self._walk, reset, s.damping, s.push_eps)
         return personalized_pagerank(self._walk, reset, s.damping, s.ppr_tol)
+
+
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-read")
+
+
+class _Later:
+    """A read done when its result is asked for (a reader in this process)."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn, self.args = fn, args
+
+    def result(self) -> Any:
+        return self.fn(*self.args)
+
+
+def _soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` started now, beside the search's other reads, where the reader
+    reads from a server (:attr:`GraphReader.concurrent_reads`: the server works on
+    both at once and the round trips overlap); otherwise done when asked for."""
+    if reader.concurrent_reads:
+        return _READS.submit(fn, *args)
+    return _Later(fn, args)
 
 
 def _weighted(g: ig.Graph, s: LocalSettings) -> ig.Graph:

@@ -108,6 +108,10 @@ class GraphReader(ABC):
     answers each of these with one query.
     """
 
+    #: reads go to a server: a search overlaps the ones that do not depend on each
+    #: other (threads), as their round trips would otherwise add up
+    concurrent_reads: bool = False
+
     index_version: str
     manifest: dict[str, Any]
 

@@ -122,10 +122,34 @@ LABELS = {
 }
 #: full-text indexed properties of the sparse kinds
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
-#: values a reader keeps of what it read (:meth:`Neo4jGraphReader._memo`): ids, rows,
-#: vectors, adjacency lists, attributes and records of one immutable version
-MEMO_ENTRIES = 200_000
+#: how much a reader keeps of what it read (:meth:`Neo4jGraphReader._memo`: ids, rows,
+#: vectors, adjacency lists, attributes and records of one immutable version), in
+#: numbers held (a vector of 384 counts 384, a record 1 per 8 characters): 4 Mi, some
+#: 50-100 MB of Python objects
+MEMO_NUMBERS = 4 << 20
 _NONE = object()
+#: the per-row properties read together (:meth:`Neo4jGraphReader._row_props`)
+ROW_PROPS = {
+    "chunks": ("id", "title", "title_entity", "vertex", "mentioned", "links", "links_in"),
+    "entities": ("id", "a_chunks", "a_degree", "a_component"),
+}
+_LISTS = {"mentioned", "links", "links_in"}
+
+
+def _weight(value: Any) -> int:
+    """About how many numbers ``value`` holds, for the memo's budget."""
+    if isinstance(value, str):
+        return 1 + len(value) // 8
+    if isinstance(value, np.ndarray):
+        return 1 + value.size
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return 1 + sum(_weight(v) if isinstance(v, (list, tuple, str)) else 1 for v in value)
+    if isinstance(value, Entity):
+        return 8 + len(value.chunk_ids)
+    return 1
+
 
 _ATTRS = {
     "chunks": ("title",),
@@ -904,6 +928,8 @@ class RemoteMatrix:
 class Neo4jGraphReader(GraphReader):
     """One published version of a graph in Neo4j."""
 
+    concurrent_reads = True
+
     def __init__(self, store: Neo4jGraphStore, version: str, meta: dict[str, Any]) -> None:
         self.store = store
         self.version = version
@@ -916,8 +942,10 @@ class Neo4jGraphReader(GraphReader):
         self._sparse: dict[str, QueryTokenizer] = {}
         self._words: sqlite3.Connection | None = None  # the query tokenizers' tables
         self._kept: OrderedDict[tuple[str, Any], Any] = OrderedDict()  # see _memo
-        #: run the PageRank push and the full dense scan in the database where the
-        #: server has kgrag's procedures (``kgrag.push``, ``kgrag.similarity``)
+        self._held = 0  # the numbers _kept holds, about (_weight)
+        #: run the PageRank push, the full dense scan and BM25 in kgrag's procedures
+        #: where the server has them (``kgrag.push``, ``kgrag.similarity``,
+        #: ``kgrag.bm25``); off, in Cypher and the client alone
         self.server_push = True
         #: the version's build, for the server's cache of what its procedures read
         self._build = f"{meta.get('created', '')}/{meta.get('fingerprint', '')}"
@@ -958,6 +986,11 @@ class Neo4jGraphReader(GraphReader):
         got = self._memo(f"rec:{kind}", ids, fetch)
         return [json.loads(got[k]) for k in dict.fromkeys(ids) if k in got]
 
+    def _has(self, procedure: str) -> bool:
+        """Whether to call one of kgrag's procedures (the server has it, and
+        ``server_push`` is on)."""
+        return self.server_push and procedure in self.store.procedures()
+
     def _memo(
         self, space: str, keys: Sequence[Any], fetch: Callable[[list[Any]], dict[Any, Any]]
     ) -> dict[Any, Any]:
@@ -982,10 +1015,32 @@ class Neo4jGraphReader(GraphReader):
             out.update(got)
             with self._lock:
                 for k, v in got.items():
-                    self._kept[(space, k)] = v
-                while len(self._kept) > MEMO_ENTRIES:
-                    self._kept.popitem(last=False)
+                    key = (space, k)
+                    if key not in self._kept:
+                        self._kept[key] = v
+                        self._held += _weight(v)
+                while self._held > MEMO_NUMBERS and self._kept:
+                    self._held -= _weight(self._kept.popitem(last=False)[1])
         return out
+
+    def _row_props(self, kind: str, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The small serving properties (:data:`ROW_PROPS`) of ``rows`` of a kind, read
+        together: a search asks for a passage's title, mentions, links and id one after
+        another, and this answers all of them with one query."""
+        names = ROW_PROPS[kind]
+
+        def fetch(wanted: list[int]) -> dict[int, dict[str, Any]]:
+            cols = self._cols(
+                f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
+                ("r", *(f"coalesce(n.{f}, [])" if f in _LISTS else f"n.{f}" for f in names)),
+                rows=sorted(wanted),
+            )
+            return {
+                int(r): dict(zip(names, values, strict=True))
+                for r, *values in zip(*cols, strict=True)
+            }
+
+        return self._memo(f"node:{kind}", rows, fetch)
 
     # -- record readers ---------------------------------------------------------------
 
@@ -1126,6 +1181,21 @@ class Neo4jGraphReader(GraphReader):
         tokenizer = self._tokenizer(kind)
         with self._lock:
             tokens = tokenizer.tokens(words)
+        if all(len(t) == 1 for t in tokens) and self._has("kgrag.bm25"):
+            found = self._q(
+                "CALL kgrag.bm25($tag, $kind, $label, $terms, $k1, $b, $limit) "
+                "YIELD id, score RETURN id, score",
+                tag=self.tag,
+                kind=kind,
+                label=self.L[kind],
+                terms=[t[0] for t in tokens],
+                k1=K1,
+                b=B,
+                limit=2 * k + 10,
+            )
+            ids = [str(x) for x in found[0][0]]
+            scores = np.array(found[0][1], dtype=np.float64)
+            return best(np.arange(len(ids)), scores, k, lambda d: [ids[i] for i in d.tolist()])
         if all(len(t) == 1 for t in tokens):
             # scored in the database as the embedded store scores (Postings.scores): per
             # posting in double precision, summed per document in the query's order
@@ -1187,7 +1257,10 @@ class Neo4jGraphReader(GraphReader):
             )
             return {int(a): b for a, b in zip(got_rows, got_ids, strict=True)}
 
-        by_row = self._memo(f"id:{kind}", r, fetch)
+        if kind in ROW_PROPS:
+            by_row = {x: p["id"] for x, p in self._row_props(kind, r).items()}
+        else:
+            by_row = self._memo(f"id:{kind}", r, fetch)
         missing = [x for x in r if x not in by_row]
         if missing:
             raise StoreError(f"{kind}: no row {missing[0]}")
@@ -1226,7 +1299,10 @@ class Neo4jGraphReader(GraphReader):
                 ("r", "n.vec"),
                 rows=sorted(wanted),
             )
-            return {int(a): b for a, b in zip(got_rows, got_vecs, strict=True)}
+            return {
+                int(a): np.asarray(b, dtype=np.float32)
+                for a, b in zip(got_rows, got_vecs, strict=True)
+            }
 
         by_row = self._memo(f"vec:{kind}", r.tolist(), fetch)
         return np.array([by_row[x] for x in r.tolist()], dtype=np.float32).reshape(len(r), -1)
@@ -1242,14 +1318,16 @@ class Neo4jGraphReader(GraphReader):
         if cand is not None:
             vecs = self.vectors_of(kind, cand)
             return [top_rows(cand, exact_scores(vecs, vec), k) for vec in q]
-        # the index's candidates (its scores are of quantised vectors: 2Wiki, a true top-5
-        # fact was missing from its best 32 in 12 of 40 questions), re-scored in the
-        # database by the exact cosine of the stored vectors
+        # the index's best candidates (a search of that width: at Neo4j's defaults,
+        # quantised, M 16, a true top-5 fact of 2Wiki was missing from the best 32 in 12
+        # of 40 questions). The index is unquantised, so its score is the cosine of the
+        # stored vectors itself (equal to vector.similarity.cosine over them; reading and
+        # re-scoring the 256 candidates' vectors cost ~11 ms a query on 2Wiki's facts)
         wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
         qi, rows_, sims = self._cols(
             "UNWIND range(0, size($qs) - 1) AS i "
-            "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node",
-            ("i", "node.row", "vector.similarity.cosine(node.vec, $qs[i])"),
+            "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node, score",
+            ("i", "node.row", "score"),
             index=f"kg_{self.tag}__{kind}_vec",
             wide=wide,
             qs=[v.tolist() for v in q],
@@ -1275,7 +1353,7 @@ class Neo4jGraphReader(GraphReader):
         out = np.zeros(n, dtype=np.float32)
         if not n:
             return out
-        if self.server_push and "kgrag.similarity" in self.store.procedures():
+        if self._has("kgrag.similarity"):
             found = self._q(
                 "CALL kgrag.similarity($label, $q, $n, $build) YIELD score RETURN score",
                 label=self.L[kind],
@@ -1313,7 +1391,11 @@ class Neo4jGraphReader(GraphReader):
             )
             return {int(v): parts for v, *parts in zip(*found, strict=True)}
 
-        by = self._memo(f"adj:{graph}", r, fetch)
+        if graph in ("mentions", "links"):  # with the chunk's other small properties
+            props = self._row_props("chunks", r)
+            by = {x: [props[x][f] for f in fields] for x in props}
+        else:
+            by = self._memo(f"adj:{graph}", r, fetch)
         indptr = np.zeros(len(r) + 1, dtype=np.int64)
         cols, data, edge = [], [], []
         for i, row in enumerate(r):
@@ -1344,7 +1426,7 @@ class Neo4jGraphReader(GraphReader):
         """The push in the database (``kgrag.push``, the same float32 arithmetic in the
         same order as the client's, so the same mass): one query instead of one per
         round. Without the procedure, or with ``server_push`` off, the client pushes."""
-        if not self.server_push or "kgrag.push" not in self.store.procedures():
+        if not self._has("kgrag.push"):
             return super().pushed_pagerank(reset, damping, eps, rounds)
         r = (reset / reset.sum()).astype(np.float32)
         at = np.flatnonzero(r)
@@ -1390,7 +1472,10 @@ class Neo4jGraphReader(GraphReader):
             )
             return {int(a): b for a, b in zip(got, values, strict=True)}
 
-        by = self._memo(f"prop:{kind}:{prop}", r, fetch)
+        if prop in ROW_PROPS.get(kind, ()):
+            by = {x: p[prop] for x, p in self._row_props(kind, r).items()}
+        else:
+            by = self._memo(f"prop:{kind}:{prop}", r, fetch)
         return np.array([by[x] for x in r], dtype=dtype)
 
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
@@ -1440,6 +1525,7 @@ class Neo4jGraphReader(GraphReader):
                 self._words = None
             self._sparse.clear()
             self._kept.clear()
+            self._held = 0
 
 
 def _check_kind(kind: str) -> str:

@@ -100,11 +100,20 @@ def test_the_query_side_answers_the_same(both):
     assert a.lookup("sentences", sentences) == b.lookup("sentences", sentences)
     with pytest.raises(InvalidParams, match="unknown graph"):
         b.adjacency("roads", np.array([0]))
-    # BM25 from the same postings: the same hits and scores, to the bit
+    # BM25 from the same postings: the same hits and scores, to the bit, by kgrag.bm25
+    # and by the Cypher query a server without it answers
     texts = [c.text for c in a.chunks()[:4]] + ["cell cancer treatment", "zzqx", "the of"]
-    for kind in ("chunks", "communities", "tree_nodes"):
-        for text in texts:
-            assert a.search_sparse(text, 5, kind) == b.search_sparse(text, 5, kind), (kind, text)
+    assert "kgrag.bm25" in b.store.procedures()
+    for server in (True, False):
+        b.server_push = server
+        try:
+            for kind in ("chunks", "communities", "tree_nodes"):
+                for text in texts:
+                    for k in (1, 5):
+                        x, y = a.search_sparse(text, k, kind), b.search_sparse(text, k, kind)
+                        assert x == y, (server, kind, text)
+        finally:
+            b.server_push = True
 
 
 def test_the_push_and_the_dense_scan_run_in_the_database(both):
@@ -112,7 +121,7 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     client's own push (a server without the procedure) gives it too; kgrag.similarity
     gives the folder's cosines."""
     a, b = both
-    assert {"kgrag.push", "kgrag.similarity"} <= b.store.procedures()
+    assert {"kgrag.push", "kgrag.similarity", "kgrag.bm25"} <= b.store.procedures()
     n = a.size("entities") + a.size("chunks")
     rng = np.random.default_rng(11)
     for _ in range(4):
