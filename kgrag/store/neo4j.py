@@ -562,6 +562,8 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             ),
             rows,
         )
+        if kind in VECTOR_KINDS:  # its index fills in the background while the rest goes in
+            _vector_index(store, tag, L, folder, kind)
 
     chunk_vertex = np.asarray(arr("chunk_vertex"))
     titles = np.asarray(arr("attr.chunks.title"))
@@ -778,7 +780,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     names.close()
     _postings(store, L, serving, db)
     db.close()
-    _vector_indexes(store, tag, L, folder)
+    _text_indexes(store, tag, L)
     store.run("CALL db.awaitIndexes(600)")
 
 
@@ -864,15 +866,14 @@ def _indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str]) -> None:
     store.run("CREATE INDEX kg_graph_name IF NOT EXISTS FOR (g:KgragGraph) ON (g.name)")
 
 
-def _vector_indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str], folder: Path) -> None:
+def _vector_index(
+    store: Neo4jGraphStore, tag: str, labels: dict[str, str], folder: Path, kind: str
+) -> None:
+    """The vector index of one kind (none where the version has no such vectors)."""
     p = f"kg_{tag}__"
-    for kind in VECTOR_KINDS:
-        path = folder / "vectors" / f"{kind}.npy"
-        if not path.exists():
-            continue
-        shape = np.load(path, mmap_mode="r").shape
-        if shape[0] == 0:
-            continue
+    path = folder / "vectors" / f"{kind}.npy"
+    shape = np.load(path, mmap_mode="r").shape if path.exists() else (0, 0)
+    if shape[0]:
         store.run(
             f"CREATE VECTOR INDEX `{p}{kind}_vec` IF NOT EXISTS "
             f"FOR (n:`{labels[kind]}`) ON (n.vec) "
@@ -883,6 +884,10 @@ def _vector_indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str], fo
             "`vector.hnsw.m`: 32, `vector.hnsw.ef_construction`: 200}}",
             dim=int(shape[1]),
         )
+
+
+def _text_indexes(store: Neo4jGraphStore, tag: str, labels: dict[str, str]) -> None:
+    p = f"kg_{tag}__"
     for kind, props in FULLTEXT.items():
         on = ", ".join(f"n.{x}" for x in props)
         store.run(
