@@ -146,6 +146,38 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
         bad("CALL kgrag.push('Nope', [5], [1.0], 3, 0.5, 1e-5, 10) YIELD mass RETURN mass")
 
 
+def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, monkeypatch):
+    """Reads answered from what the reader kept (in any order, with repeats, past its
+    budget) are the folder's answers."""
+    import kgrag.store.neo4j as n4
+
+    monkeypatch.setattr(n4, "MEMO_NUMBERS", 500)  # far below one search's reads
+    a = open_store(science_graph).reader()
+    b = open_store(science_neo4j).reader()
+    try:
+        rng = np.random.default_rng(5)
+        for _ in range(3):
+            rows = rng.integers(0, a.size("chunks"), 40)
+            erows = rng.integers(0, a.size("entities"), 40)
+            assert a.ids("chunks", rows) == b.ids("chunks", rows)
+            assert a.ids("entities", erows) == b.ids("entities", erows)
+            for graph, r in (("mentions", rows), ("links", rows), ("relations", erows)):
+                x, y = a.adjacency(graph, r), b.adjacency(graph, r)
+                assert np.array_equal(x.indptr, y.indptr) and np.array_equal(x.indices, y.indices)
+            assert np.array_equal(a.title_entity(rows), b.title_entity(rows))
+            assert a.attribute("chunks", "title", rows).tolist() == b.attribute(
+                "chunks", "title", rows
+            ).tolist()
+            assert np.array_equal(a.specificity(erows), b.specificity(erows))
+            ids = a.ids("entities", erows)
+            assert a.entities(ids) == b.entities(ids)
+            assert np.array_equal(a.rows("entities", ids), b.rows("entities", ids))
+            assert b._held <= 500
+    finally:
+        a.close()
+        b.close()
+
+
 def test_searches_answer_the_same(science_graph, science_neo4j):
     import kgrag
 
