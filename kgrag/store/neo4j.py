@@ -28,15 +28,17 @@ predicate, kind, weight, evidence}]->(:Entity)``, ``(:Entity)-[:SYNONYM]->``,
 ``(:Chunk)-[:NAMES]->(:Chunk)`` (title links), ``(:Community)-[:CHILD_OF]->``,
 ``(:TreeNode)-[:SUMMARIZES]->``.
 
-**Read side.** Each query-side method is one Cypher query: nearest neighbours
-through the version's vector indexes (candidates re-scored by exact cosines),
-BM25 through its full-text indexes (Lucene's BM25 with the English analyzer:
-the same words and stems as the embedded store's porter tokenizer, but Lucene
-scores each field on its own and normalises lengths per field, so scores and
-near-ties differ), adjacency and attributes by row through range indexes, the
-full dense scan as ``vector.similarity.cosine`` over the version's chunks.
-Nothing loads a whole label into Python except the record readers asked for
-everything (``chunks()`` with no ids), as the embedded store does.
+**Read side.** Each query-side method is one query: nearest neighbours through
+the version's vector indexes (unquantised: their scores are the stored vectors'
+cosines); BM25 from the embedded store's own postings, uploaded as term nodes and
+scored with its arithmetic; adjacency and attributes by row through range indexes;
+and, where the server has kgrag's procedures (``neo4j/README.md``: the launcher
+registers them), the PageRank push (``kgrag.push``), the full dense scan
+(``kgrag.similarity``) and BM25 (``kgrag.bm25``) run beside the data, otherwise the
+client does that work over plain Cypher. A reader keeps what it read of its version
+(a published version never changes) up to :data:`MEMO_NUMBERS`. Nothing loads a
+whole label into Python except the record readers asked for everything (``chunks()``
+with no ids), as the embedded store does.
 """
 
 from __future__ import annotations
