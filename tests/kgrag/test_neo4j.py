@@ -165,9 +165,10 @@ def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, 
                 x, y = a.adjacency(graph, r), b.adjacency(graph, r)
                 assert np.array_equal(x.indptr, y.indptr) and np.array_equal(x.indices, y.indices)
             assert np.array_equal(a.title_entity(rows), b.title_entity(rows))
-            assert a.attribute("chunks", "title", rows).tolist() == b.attribute(
-                "chunks", "title", rows
-            ).tolist()
+            assert (
+                a.attribute("chunks", "title", rows).tolist()
+                == b.attribute("chunks", "title", rows).tolist()
+            )
             assert np.array_equal(a.specificity(erows), b.specificity(erows))
             ids = a.ids("entities", erows)
             assert a.entities(ids) == b.entities(ids)
