@@ -13,6 +13,7 @@ Names here are surface strings; :mod:`ingest.resolve` turns them into ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from kgrag.types import Chunk
 TITLE_LABEL = "TITLE"
 CONCEPT_LABEL = "CONCEPT"
 COOC = "co-occurs with"
+_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 _PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them"})
 _SUBJ = frozenset({"nsubj", "nsubjpass", "csubj"})
 _OBJ = frozenset({"dobj", "attr", "oprd", "dative", "acomp"})
@@ -89,16 +91,34 @@ def extract(
     return out
 
 
-def _spans(doc: Any, skip: frozenset[str], concepts: bool) -> dict[int, tuple[str, str]]:
-    """Token index -> (name, label) for every token inside a kept entity or concept."""
+def _spans(
+    doc: Any, skip: frozenset[str], concepts: bool, title: str = ""
+) -> dict[int, tuple[str, str]]:
+    """Token index -> (name, label) for every token inside a kept entity or concept.
+    Where the text names its own title ("Battle in Seattle is a film ...", for the
+    title "Battle in Seattle"; a trailing "(film)" is not looked for), those tokens
+    are the title's, whatever the named-entity tagger made of them (its label kept
+    where it found the same span)."""
     owner: dict[int, tuple[str, str]] = {}
+    named = _DISAMBIGUATOR.sub("", title).strip()
+    if len(named) > 2:
+        for found in re.finditer(rf"(?<!\w){re.escape(named)}(?!\w)", doc.text):
+            span = doc.char_span(found.start(), found.end(), alignment_mode="expand")
+            if span is None or any(  # inside a longer name ("University of Paris")
+                e.start <= span.start and span.end <= e.end and len(e) > len(span) for e in doc.ents
+            ):
+                continue
+            same = [e.label_ for e in doc.ents if (e.start, e.end) == (span.start, span.end)]
+            label = same[0] if same and same[0] not in skip else TITLE_LABEL
+            for tok in span:
+                owner[tok.i] = (title, label)
     for ent in doc.ents:
         if ent.label_ in skip:
             continue
         name = _clean(ent)
         if name:
             for tok in ent:
-                owner[tok.i] = (name, ent.label_)
+                owner.setdefault(tok.i, (name, ent.label_))
     if concepts:
         for nc in doc.noun_chunks:
             if nc.root.i in owner or nc.root.pos_ == "PRON":
@@ -143,7 +163,7 @@ def _extract_doc(
     concepts: bool,
     max_cooc: int,
 ) -> None:
-    owner = _spans(doc, skip, concepts)
+    owner = _spans(doc, skip, concepts, title)
     if title:
         out.mentions.append(RawMention(chunk_id, -1, title, TITLE_LABEL))
     for s_idx, sent in enumerate(doc.sents):
@@ -218,9 +238,9 @@ def _svo(
         subjects = [n for n in (_subject_name(s, owner, title) for s in _subjects(verb)) if n]
         passive = any(c.dep_ == "nsubjpass" for c in verb.children)
         objects: list[tuple[str, str]] = []
-        if verb.dep_ == "acl" and verb.tag_ == "VBN":  # "a film directed by X"
-            head = _name(verb.head, owner, title)
-            subjects, passive = ([head] if head else []), True
+        described = _described(verb, owner, title)
+        if described is not None:  # "a film directed by X"
+            subjects, passive = ([described] if described else []), True
         for child in verb.children:
             if child.dep_ in _OBJ:
                 for obj in _with_conj(child):
@@ -237,6 +257,24 @@ def _svo(
             for pred, obj in objects:
                 yield subj, pred, obj
     yield from _appositions(sent, owner, title)
+
+
+def _described(verb: Any, owner: Mapping[int, tuple[str, str]], title: str) -> str | None:
+    """For a participle that describes a noun ("a film directed by X", also "written
+    and directed by X"), the name that noun stands for: the subject of the copula
+    when the noun is its complement ("Y is a film directed by X": Y), else the noun's
+    own entity ("" when it has none). None for a verb that is no such participle."""
+    while verb.dep_ == "conj" and verb.head.pos_ == "VERB":
+        verb = verb.head
+    if verb.dep_ != "acl" or verb.tag_ != "VBN":
+        return None
+    noun = verb.head
+    if noun.dep_ == "attr" and noun.head.lemma_ == "be":
+        for subject in (c for c in noun.head.children if c.dep_ in _SUBJ):
+            name = _subject_name(subject, owner, title)
+            if name:
+                return name
+    return _name(noun, owner, title)
 
 
 def _object_terms(

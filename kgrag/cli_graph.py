@@ -57,6 +57,12 @@ def _seeds(args: argparse.Namespace, text: str) -> list[str]:
 
 def _names(engine: Any, result: dict[str, Any]) -> dict[str, str]:
     ids = {i for h in result.get("hits", []) for i in h.get("provenance", {}).get("nodes", [])}
+    ids |= {
+        e["evidence"]
+        for h in result.get("hits", [])
+        for e in h.get("provenance", {}).get("edges", [])
+        if e.get("evidence")
+    }
     ids |= {e[end] for e in result.get("edges", []) for end in ("src", "dst")}
     entity_ids = sorted(i for i in ids if i.startswith("e:"))
     names = {e.id: e.name for e in engine.reader.entities(entity_ids)}
@@ -72,12 +78,14 @@ def _hit(rank: int, hit: dict[str, Any], names: dict[str, str], engine: Any) -> 
     )
     lines = [head, "      " + textwrap.shorten(hit.get("text", "").replace("\n", " | "), 160)]
     edges = hit.get("provenance", {}).get("edges", [])
-    evidence = {e["evidence"] for e in edges if "evidence" in e}
+    evidence = {e["evidence"] for e in edges if "evidence" in e and "quote" not in e}
     chunks = {c.id: c for c in engine.reader.chunks(sorted(evidence))}
     for e in edges:
         drawn = render_path([e], names)
         lines.append(f"      {drawn}")
-        c = chunks.get(e.get("evidence", ""))
-        if c is not None and e["kind"] == "relation":
-            lines.append(f"          evidence {c.id[:14]}: {textwrap.shorten(c.text, 90)}")
+        source = names.get(e.get("evidence", ""), e.get("evidence", ""))
+        if e.get("quote"):
+            lines.append(f"          “{textwrap.shorten(e['quote'], 110)}” {source}")
+        elif (c := chunks.get(e.get("evidence", ""))) is not None and e["kind"] != "mention":
+            lines.append(f"          evidence {source}: {textwrap.shorten(c.text, 90)}")
     return "\n".join(lines)

@@ -39,6 +39,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--workers", type=int, default=4, help="engine worker threads")
     s.add_argument("--timeout", type=float, default=120.0, help="seconds before a read gives up")
     s.add_argument("--cors", action="append", metavar="ORIGIN", help="allow a browser origin")
+    s.add_argument(
+        "--no-explorer", action="store_true", help="do not serve the graph explorer page at /"
+    )
 
 
 def _secret(path: str | None, env: str) -> str | None:
@@ -100,6 +103,7 @@ def _open(args: argparse.Namespace, config: Any) -> Any:
 def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
     import uvicorn
 
+    from .server.explorer import explorer_routes
     from .server.http import Access, create_app, listen
 
     host, port = _address(args.http)
@@ -108,11 +112,20 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
     )
     graphs = _open(args, config)
     try:
-        app = create_app(graphs, limits=limits, access=access, rate=args.rate_limit, cors=args.cors)
+        routes = [] if args.no_explorer else explorer_routes()
+        app = create_app(
+            graphs,
+            limits=limits,
+            access=access,
+            rate=args.rate_limit,
+            cors=args.cors,
+            routes=routes,
+        )
         sock, url = listen(host, port)
+        explorer = "" if args.no_explorer else f"; the explorer on {url}/"
         print(
             f"kgrag: serving RCP/1 on {url}/rcp "
-            f"(graphs: {', '.join(graphs.names)}; default {graphs.default})",
+            f"(graphs: {', '.join(graphs.names)}; default {graphs.default}){explorer}",
             file=sys.stderr,
             flush=True,
         )

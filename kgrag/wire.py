@@ -41,10 +41,14 @@ class Citation(_Strict):
 class Edge(_Strict):
     src: str
     dst: str
-    kind: Literal["relation", "mention", "names", "child"] | None = None
+    #: relation: a stated one (subject, verb, object); cooccurrence: named in one
+    #: sentence, no statement joins them; mention: the passage names the entity;
+    #: names: a passage names another's title; child: a tree node's part
+    kind: Literal["relation", "cooccurrence", "mention", "names", "child"] | None = None
     predicate: str | None = None
     relation: str | None = None
     evidence: str | None = None  # the chunk that evidences the edge (among the leaves)
+    quote: str | None = None  # the evidence's sentence that states the edge
 
 
 class Provenance(_Strict):
@@ -103,6 +107,7 @@ class GraphCommunity(_Strict):
     children: list[str] | None = None
     size: int | None = None
     leafCount: int | None = None
+    members: list[str] | None = None
 
 
 class GraphNode(_Strict):

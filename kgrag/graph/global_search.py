@@ -43,6 +43,7 @@ from ..store.keys import COOC
 from ..types import Community
 
 RRF_K = 60
+LISTED = 32  # member and leaf ids a hierarchy entry lists (size and leafCount count them all)
 _RELATION = re.compile(r"^(.+?) -(.+)-> (.+)$")
 
 
@@ -168,7 +169,8 @@ class GlobalSearch:
         self, level: int | None = None, offset: int = 0, limit: int = 50
     ) -> tuple[list[dict[str, object]], int | None]:
         """One page of the hierarchy, coarsest level first, then by id; and the next
-        offset (None on the last page)."""
+        offset (None on the last page). Each entry lists its first :data:`LISTED` member
+        and leaf ids (by id); ``size`` and ``leafCount`` count them all."""
         if level is not None and level not in self._level_rows:
             raise InvalidParams(
                 f"no community level {level}; levels: {self.levels()}", field="level"
@@ -310,5 +312,7 @@ def _describe(c: Community) -> dict[str, object]:
         "children": list(c.children),
         "size": len(c.members),
         "leafCount": len(c.leaves),
+        "members": list(c.members[:LISTED]),
+        "leaves": list(c.leaves[:LISTED]),
         "rating": c.rating,
     }

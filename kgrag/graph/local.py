@@ -60,6 +60,8 @@ class LocalSettings:
     top_facts: int = 5
     top_entities: int = 0  # entities nearest the whole query (0: names and facts link)
     span_boost: float = 1.5  # seeds linked from a named span of the query weigh more
+    #: a span's nearest entity at least this close counts as named by the query
+    named_similarity: float = 0.8
     relation_weight: float = 1.0
     cooc_weight: float = 0.0
     mention_weight: float = 1.0
@@ -100,6 +102,7 @@ class LocalResult:
     mass: np.ndarray  # PPR mass of every vertex of the graph
     via: dict[str, str]  # bridge hits: chunk id -> the chunk whose title link led to it
     qvec: np.ndarray  # the query's vector
+    named: tuple[str, ...] = ()  # the seeds the query names (its spans' entities), best first
 
 
 class StoreLinks:
@@ -192,7 +195,14 @@ class LocalSearch:
         kept = {c for c, _ in passages}
         via = {c: v for c, v in found.via.items() if c in kept}
         return LocalResult(
-            passages, found.seeds, found.facts, found.dense, found.mass, via, found.qvec
+            passages,
+            found.seeds,
+            found.facts,
+            found.dense,
+            found.mass,
+            via,
+            found.qvec,
+            found.named,
         )
 
     def candidates(self, query: str, n: int) -> tuple[LocalResult, list[int], np.ndarray]:
@@ -206,7 +216,7 @@ class LocalSearch:
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
         scan = _soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
-        seeds, seed_rows, facts = self._seeds(qvec, known, span_vecs)
+        seeds, seed_rows, facts, named = self._seeds(qvec, known, span_vecs)
         dense = scan.result() if scan else np.zeros(0)
         mass = self._ppr(seed_rows, dense)
         passage_mass = mass[self.chunk_vertex] if self.n_chunks else np.zeros(0)
@@ -232,6 +242,7 @@ class LocalSearch:
             mass,
             {via_id[t]: via_id[by] for t, by in via_rows.items()},
             qvec,
+            named,
         )
         if self.settings.rerank_depth <= 0 or not rows:
             return found, rows, np.zeros((len(rows), 0))
@@ -353,13 +364,16 @@ class LocalSearch:
 
     def _seeds(
         self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray
-    ) -> tuple[dict[str, float], dict[int, float], list[tuple[int, float]]]:
+    ) -> tuple[dict[str, float], dict[int, float], list[tuple[int, float]], tuple[str, ...]]:
         """Seed weights (by entity id and by entity row) from the closest facts and
         entities to the query, and from the query's spans: a span that is a known name
         (entity row in ``known``) links to that entity with similarity 1; another
-        (``span_vecs``) to its nearest entity. Also the facts (row, similarity)."""
+        (``span_vecs``) to its nearest entity. Also the facts (row, similarity) and the
+        entities the spans name (known names, and nearest entities at least
+        ``named_similarity`` close), best first."""
         s, r = self.settings, self.reader
         seeds: dict[str, float] = {}
+        named: list[str] = []
 
         def add(eid: str, weight: float) -> None:
             seeds[eid] = max(seeds.get(eid, 0.0), weight)
@@ -375,18 +389,22 @@ class LocalSearch:
             if s.top_entities > 0:
                 linked += r.nearest("entities", qvec, s.top_entities)[0]
             linked += [(row, s.span_boost) for row in known]
+            named_rows = list(known)
             if len(span_vecs):
                 for found in r.nearest("entities", np.asarray(span_vecs), 1):
                     linked += [(row, sim * s.span_boost) for row, sim in found]
-            for eid, (_, weight) in zip(
-                r.ids("entities", [row for row, _ in linked]), linked, strict=True
-            ):
+                    named_rows += [row for row, sim in found if sim >= s.named_similarity]
+            linked_ids = r.ids("entities", [row for row, _ in linked])
+            for eid, (_, weight) in zip(linked_ids, linked, strict=True):
                 add(eid, weight)
+            of_row = {row: eid for eid, (row, _) in zip(linked_ids, linked, strict=True)}
+            named = [of_row[row] for row in dict.fromkeys(named_rows)]
         rows = r.rows("entities", list(seeds))
         by_row = {
             int(row): seeds[e] for e, row in zip(seeds, rows.tolist(), strict=True) if row >= 0
         }
-        return seeds, by_row, facts
+        named.sort(key=lambda e: (-seeds[e], e))
+        return seeds, by_row, facts, tuple(named)
 
     def _ppr(self, seeds: dict[int, float], dense: np.ndarray) -> np.ndarray:
         s = self.settings

@@ -4,13 +4,16 @@ One multi-source shortest-path search per query (hop lengths, SVO relations
 preferred to co-occurrence ones) runs from the seed entities over the relation
 edges, reading the adjacency of the vertices it reaches, unless every hit is
 one or two edges from a seed;
-a passage's path ends at the entity it mentions that lies closest to a seed.
+a passage's path ends at the entity it mentions that lies closest to a seed, and
+then with what the passage states about that entity (:mod:`kgrag.graph.evidence`).
 A bridge hit (reached through a title link) extends the path of the passage
 that named it. Every edge carries the chunk that evidences it, and every
 evidence chunk is among the leaves:
 
-- ``relation``: entity -> entity, a stored relation; evidence is a chunk
-  stating it (so it mentions both ends);
+- ``relation``: entity -> entity, a relation a sentence states (subject, verb,
+  object); evidence is a chunk stating it (so it mentions both ends);
+- ``cooccurrence``: entity -> entity, the two are named in one sentence and no
+  statement joins them; evidence is a chunk holding that sentence;
 - ``mention``: entity -> passage; evidence is the passage itself;
 - ``names``: passage -> entity, the passage names the entity's title;
   evidence is that passage.
@@ -36,7 +39,10 @@ _MAX_REACHED = 5_000
 _MAX_OFFERS = 5_000  # edges that search follows
 #: an entity with more relations than this is a hub: paths end there, not go through
 _HUB_DEGREE = 500
+STATED = "svo"  # the relation kind of a parsed statement (the others: co-occurrence)
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
+_GENERIC_TOLL = 1.0  # the extra length of reaching a general term (a multiple of 0.5)
+_GENERIC_MIN, _GENERIC_SHARE = 20, 0.005  # a general term: in more passages than both
 
 
 @dataclass(slots=True)
@@ -68,6 +74,17 @@ class PathFinder:
 
     def __init__(self, reader: GraphReader) -> None:
         self.reader = reader
+        #: an entity more passages than this mention is a general term (a concept such as
+        #: "film"): a path pays :data:`_GENERIC_TOLL` to reach it, so it goes through
+        #: specific entities wherever they connect
+        self.generic = max(_GENERIC_MIN, reader.size("chunks") * _GENERIC_SHARE)
+
+    def toll(self, rows: np.ndarray) -> np.ndarray:
+        """The extra length of reaching each entity row (general terms cost more)."""
+        if not len(rows):
+            return np.zeros(0)
+        chunks = self.reader.attribute("entities", "chunks", np.asarray(rows, dtype=np.int64))
+        return np.where(chunks > self.generic, _GENERIC_TOLL, 0.0)
 
     def explain(
         self,
@@ -75,9 +92,14 @@ class PathFinder:
         passages: Sequence[str],
         via: dict[str, str],
         distances: tuple[dict[int, float], dict[int, int]] | None = None,
+        qvec: np.ndarray | None = None,
     ) -> dict[str, Explanation]:
         """The explanation of each passage (seeds best first; ``distances`` as
-        :meth:`distances` returns them for these seeds and passages, computed when None)."""
+        :meth:`distances` returns them for these seeds and passages, computed when None).
+        A path ends with what its passage states about the path's last entity, the
+        statement closest to the query ``qvec`` (:func:`kgrag.graph.evidence.state_endings`)."""
+        from .evidence import state_endings, state_links
+
         if distances is None:
             distances = self.distances(seeds, passages=passages, via=via)
         dist, pred = distances
@@ -92,6 +114,8 @@ class PathFinder:
             out[cid] = self._passage(named[cid], end[cid], pred, chains)
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
+        state_links(self.reader, out)
+        state_endings(self.reader, out, mentioned, qvec)
         return out
 
     def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:
@@ -126,13 +150,14 @@ class PathFinder:
         With ``passages`` None, to every entity within the length limit. Otherwise the
         paths needed are those to the entities that ``passages`` mention (a bridge
         passage's: those of the passage that named it, by ``via``) and to ``entities``.
-        When every such passage mentions a seed or a seed's neighbour, and every such
-        entity is one, the direct edges from the seeds settle them: no path of two or
-        more hops (length >= 2) beats one edge (length <= 1.5), and the search stays off
-        the rest of the graph (2Wiki: 37 of 40 questions). The passages left are tried
-        over two edges the same way (a path of two hops, length <= 3, is not beaten by
-        one of three, length >= 3). Only when some are further still does the search
-        go on, by rounds of equal length, until each of them is reached."""
+        When every such passage mentions a seed or a seed's neighbour at length <= 2,
+        and every such entity is one, the direct edges from the seeds settle them: no
+        path of two or more hops (length >= 2) is shorter, and the search stays off
+        the rest of the graph. The passages left are tried over two edges the same way
+        (a path of length <= 3 is not beaten by one of three or more edges, length >=
+        3). Only when some are further still does the search go on, by rounds of equal
+        length, until each of them is reached. A general term costs
+        :data:`_GENERIC_TOLL` more to reach (:meth:`toll`)."""
         r = self.reader
         found = r.rows("entities", list(seeds))
         rows = list(dict.fromkeys(int(x) for x in found.tolist() if x >= 0))
@@ -149,13 +174,14 @@ class PathFinder:
             dist, pred = dict(near), dict(via_seed)
             for row in rows:
                 dist[row], pred[row] = 0.0, -9999
-            left = [g for g in groups if g and not any(x in dist for x in g)]
+            # settled: a member as near as any path of more edges could bring one
+            left = [g for g in groups if g and not _within(g, dist, 2.0)]
             if left:  # a passage none of whose entities shares a seed's component has no path
                 left = self._connected(rows, left)
-                groups = [g for g in groups if any(x in dist for x in g)] + left
+                groups = [g for g in groups if _within(g, dist, 2.0)] + left
             if left:
                 self._two_edges(near, via_seed, sorted({x for g in left for x in g}), dist, pred)
-            if all(any(x in dist for x in g) for g in left):
+            if all(_within(g, dist, 3.0) for g in left):
                 return dist, pred
             groups = [g for g in groups if g]
         return self._rounds(rows, groups)
@@ -185,7 +211,8 @@ class PathFinder:
         two edges is shorter than one."""
         first = self.reader.adjacency("relations", np.array(seeds, dtype=np.int64))
         which = np.repeat(np.arange(len(seeds)), np.diff(first.indptr))
-        cols, lengths = first.indices.astype(np.int64), first.data
+        cols = first.indices.astype(np.int64)
+        lengths = first.data + self.toll(cols)
         order = np.lexsort((which, lengths, cols))  # per neighbour: shortest, then best seed
         cols, lengths, which = cols[order], lengths[order], which[order]
         keep = np.ones(len(cols), dtype=bool)
@@ -211,6 +238,7 @@ class PathFinder:
         ``via_seed`` as :meth:`_one_edge` gives them), into ``dist`` and ``pred``; ties
         go to the lower middle row."""
         second = self.reader.adjacency("relations", np.array(ends, dtype=np.int64))
+        tolls = self.toll(np.array(ends, dtype=np.int64)).tolist()
         keys = np.array(sorted(near), dtype=np.int64)
         values = np.array([near[x] for x in keys.tolist()] + [np.inf])
         for j, end in enumerate(ends):
@@ -220,9 +248,11 @@ class PathFinder:
             at = np.minimum(np.searchsorted(keys, mids), max(len(keys) - 1, 0))
             hit = keys[at] == mids if len(keys) else np.zeros(len(mids), dtype=bool)
             to_mid = np.where(hit, values[at], np.inf)
-            total = to_mid + second.data[second.indptr[j] : second.indptr[j + 1]]
+            total = to_mid + second.data[second.indptr[j] : second.indptr[j + 1]] + tolls[j]
             best = int(np.argmin(total))
-            if np.isfinite(total[best]) and total[best] < dist.get(end, np.inf):
+            # no path of three or more edges (each >= 1, and the end's toll) is shorter
+            settled = total[best] <= 3 + tolls[j]
+            if settled and total[best] < dist.get(end, np.inf):
                 mid = int(mids[best])
                 dist[end], pred[end] = float(total[best]), mid
                 dist[mid], pred[mid] = near[mid], via_seed[mid]
@@ -259,7 +289,8 @@ class PathFinder:
             adj = self.reader.adjacency("relations", np.array(batch, dtype=np.int64))
             degree = np.diff(adj.indptr)
             u = np.repeat(np.array(batch, dtype=np.int64), degree)
-            v, d = adj.indices.astype(np.int64), length + adj.data
+            v = adj.indices.astype(np.int64)
+            d = length + adj.data + self.toll(v)
             rank = np.array([root[x] for x in batch], dtype=np.int64)[
                 np.repeat(np.arange(len(batch)), degree)
             ]
@@ -351,7 +382,8 @@ class PathFinder:
         for a, b in itertools.pairwise(chain):
             rel = chains.relations[(a, b)]
             evidence = prefer if prefer in rel.evidence else rel.evidence[0]
-            ex.edges.append(_edge(rel.src, rel.dst, "relation", evidence, rel.predicate, rel.id))
+            kind = "relation" if rel.kind == STATED else "cooccurrence"
+            ex.edges.append(_edge(rel.src, rel.dst, kind, evidence, rel.predicate, rel.id))
             ex.leaves.append(evidence)
 
     def _chains(self, ends: Sequence[int], pred: dict[int, int]) -> Chains:
@@ -382,6 +414,10 @@ class Chains:
 
     ids: dict[int, str]
     relations: dict[tuple[int, int], Relation]
+
+
+def _within(group: set[int], dist: dict[int, float], length: float) -> bool:
+    return any(dist.get(x, np.inf) <= length for x in group)
 
 
 def _chain(end: int, pred: dict[int, int]) -> list[int]:

@@ -138,7 +138,10 @@ class GraphOps:
 
     def _op_local(self, p: GraphParams, k: int, raw: Any) -> dict[str, Any]:
         units = self._units(p)
-        hits = self._local_hits(p, self._local(str(p.query), k), units, k)
+        # path hits skip passages their search only names: they look twice as deep, as
+        # retrieve's unit path does (the best k passages are the same either way)
+        depth = k * 2 if "path" in units else k
+        hits = self._local_hits(p, self._local(str(p.query), depth), units, k)
         hits = self._dedup(p, hits)
         return {"hits": hits, "usage": {"candidates": len(self.r.sources["chunk"].ids)}}
 
@@ -210,8 +213,7 @@ class GraphOps:
         hits = []
         for cid, score in res.passages:
             found = results[res.found_by[cid][0]]
-            seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
-            explained = paths.explain(seeds, [cid], found.via)[cid]
+            explained = paths.explain(path_sources(found), [cid], found.via, qvec=found.qvec)[cid]
             row = row_of[cid]
             hit = self.r._hit(plan, source, row, score, first.dense, {"drift": {row: score}})
             hit["provenance"] = explained.to_wire()
@@ -263,9 +265,9 @@ class GraphOps:
     def _local(self, query: str, k: int) -> LocalCall:
         """Local search and the explanation of each passage."""
         found = self._part("local").search(query, k)
-        seeds = sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
+        seeds = path_sources(found)
         passages = [c for c, _ in found.passages]
-        explained = self._part("paths").explain(seeds, passages, found.via)
+        explained = self._part("paths").explain(seeds, passages, found.via, qvec=found.qvec)
         return LocalCall(found, explained, seeds)
 
     def _plan(self, p: GraphParams, k: int) -> Any:
@@ -290,14 +292,19 @@ class GraphOps:
     ) -> list[dict[str, Any]]:
         plan = self._plan(p, k)
         found, explained = call.found, call.explained
+        if p.includeText:  # every edge's quote, in one read
+            from ..graph.evidence import quote_edges
+
+            quote_edges(self.r.reader, [explained[c] for c, _ in found.passages], found.qvec)
         hits: list[dict[str, Any]] = []
         if "chunk" in units:
             source = self.r.sources["chunk"]
-            ids = [c for c, _ in found.passages]
+            best = found.passages[:k]
+            ids = [c for c, _ in best]
             row_of = dict(zip(ids, self.r.reader.rows("chunks", ids).tolist(), strict=True))
-            ranked = {row_of[c]: s for c, s in found.passages}
+            ranked = {row_of[c]: s for c, s in best}
             prefetch(source, list(ranked))
-            for cid, score in found.passages:
+            for cid, score in best:
                 hit = self.r._hit(plan, source, row_of[cid], score, found.dense, {"local": ranked})
                 hit["provenance"] = explained[cid].to_wire()
                 if cid in found.via:
@@ -377,11 +384,17 @@ class GraphOps:
         hits: list[dict[str, Any]] = []
         seen: set[str] = set()
         names: dict[str, str] = {}
-        if p.includeText:  # every path's names in one read
-            names = self._names([e for cid, _ in found.passages for e in explained[cid].edges])
+        if p.includeText:  # every path's names and quotes in one read each
+            from ..graph.evidence import quote_edges
+
+            kept = [explained[c] for c, _ in found.passages]
+            quote_edges(self.r.reader, kept, found.qvec)
+            names = self._names([e for ex in kept for e in ex.edges])
+            cited = sorted({e["evidence"] for ex in kept for e in ex.edges if e.get("evidence")})
+            text = {c.id: c.text for c in self.r.reader.chunks(cited)}
         for cid, score in found.passages:
             ex = explained[cid]
-            if len(ex.edges) < 2:  # a path says more than "the seed is mentioned here"
+            if all(e["kind"] == "mention" for e in ex.edges):  # says only "X is named here"
                 continue
             pid = content_id("path", *ex.path)
             if pid in seen:
@@ -397,7 +410,13 @@ class GraphOps:
                 "provenance": ex.to_wire(),
             }
             if p.includeText:
-                hit["text"] = render_path(ex.edges, names)
+                hit["text"] = render_quoted(ex.edges, names)
+                hit["meta"]["labels"] = {x: names.get(x, x) for x in ex.nodes()}
+                hit["meta"]["passages"] = {  # each edge's evidence, to check it against
+                    c: {"title": names.get(c, c), "text": text[c]}
+                    for c in dict.fromkeys(e["evidence"] for e in ex.edges if e.get("evidence"))
+                    if c in text
+                }
             hits.append(hit)
             if len(hits) == k:
                 break
@@ -439,8 +458,11 @@ class GraphOps:
         return self.r.sources[unit].row_of
 
     def _names(self, edges: list[dict[str, Any]]) -> dict[str, str]:
-        """Display names of the ends of ``edges``: entity names, passage titles."""
-        ends = sorted({x for e in edges for x in (e["src"], e["dst"])})
+        """Display names of the ends and evidence of ``edges``: entity names, passage
+        titles."""
+        ends = sorted(
+            {x for e in edges for x in (e["src"], e["dst"], e.get("evidence", ""))} - {""}
+        )
         reader = self.r.reader
         names = {e.id: e.name for e in reader.entities([x for x in ends if x.startswith("e:")])}
         chunks = reader.chunks([x for x in ends if x.startswith("c:")])
@@ -486,12 +508,35 @@ def tree_hits(retriever: Any, tree: Any, plan: Any) -> list[dict[str, Any]]:
     return hits
 
 
+def path_sources(found: Any) -> list[str]:
+    """Where a local search's provenance paths start: the entities the query names,
+    best first, when it names any (a path from a concept the query's vector is merely
+    near explains nothing); else every seed, heaviest first."""
+    if found.named:
+        return list(found.named)
+    return sorted(found.seeds, key=lambda e: (-found.seeds[e], e))
+
+
+def render_quoted(edges: list[dict[str, Any]], names: dict[str, str]) -> str:
+    """Edges as :func:`render_path` draws them, one a line, each followed by its quote
+    and the title of the passage it comes from."""
+    lines = []
+    for e in edges:
+        lines.append(render_path([e], names))
+        if e.get("quote"):
+            lines.append(f"    “{e['quote']}” — {names.get(e['evidence'], e['evidence'])}")
+    return "\n".join(lines)
+
+
 def render_path(edges: list[dict[str, Any]], names: dict[str, str], sep: str = "; ") -> str:
-    """Edges as text: ``A —predicate→ B`` for relations, ``A —mentioned in→ [passage]``."""
+    """Edges as text: ``A —predicate→ B`` for relations, ``[passage] —mentions→ A`` for
+    mentions, ``A —named with→ B`` for co-occurrence (no statement joins them)."""
     parts = []
     for e in edges:
         src, dst = names.get(e["src"], e["src"]), names.get(e["dst"], e["dst"])
-        label = {"mention": "mentioned in", "names": "names"}.get(e["kind"], e.get("predicate", ""))
+        label = {"names": "names", "cooccurrence": "named with"}.get(
+            e["kind"], e.get("predicate", "")
+        )
         if e["kind"] == "mention":
             src, dst = dst, src  # passage -> entity reads better the other way round
             label = "mentions"

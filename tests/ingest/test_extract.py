@@ -97,3 +97,31 @@ def test_sentences_record_their_entities(extraction):
         for name in s.names:
             if not name.islower():  # named entities appear verbatim; concepts are lemmatised
                 assert name in text
+
+
+def test_a_participle_describing_the_copulas_complement_has_the_subject_as_its_own():
+    from ingest.load import Document
+
+    docs = [
+        Document(
+            "d:film",
+            "Battle in Seattle",
+            "Battle in Seattle is a 2007 political thriller film written and directed by "
+            "Stuart Townsend. Haiducii is a 1966 Romanian film directed by Dinu Cocea.",
+        )
+    ]
+    chunks = chunk_documents(docs, max_tokens=200, overlap_tokens=40)
+    ex = extract(
+        chunks,
+        {"d:film": "Battle in Seattle"},
+        load_spacy(),
+        skip_labels=("CARDINAL",),
+        concepts=True,
+        max_cooc_entities=12,
+        n_process=1,
+        batch_size=8,
+    )
+    triples = {(r.src, r.predicate, r.dst) for r in ex.relations if r.kind == "svo"}
+    assert ("Battle in Seattle", "direct by", "Stuart Townsend") in triples
+    assert ("Haiducii", "direct by", "Dinu Cocea") in triples
+    assert not any(r.src.endswith("film") and r.predicate == "direct by" for r in ex.relations)

@@ -44,8 +44,9 @@ def audit(hit: dict, facts: dict) -> None:
             assert {e["src"], e["dst"]} == {path[i], path[i + 1]}, (i, e, path)
         ev = e["evidence"]
         assert ev in leaves
-        if e["kind"] == "relation":
+        if e["kind"] in ("relation", "cooccurrence"):
             rel = facts["relations"][e["relation"]]
+            assert (rel.kind == "svo") == (e["kind"] == "relation")
             assert (rel.src, rel.dst, rel.predicate) == (e["src"], e["dst"], e["predicate"])
             assert ev in rel.evidence
             assert (e["src"], ev) in facts["mentions"] and (e["dst"], ev) in facts["mentions"]
@@ -83,7 +84,13 @@ def test_bridge_hop_reaches_the_named_city(engine, store_facts):
     assert titles[:1] == ["Marie Curie"] and "Warsaw" in titles
     warsaw = next(h for h in hits if h["citation"]["title"] == "Warsaw")
     assert warsaw["meta"]["bridgeFrom"] == hits[0]["id"]  # reached through the title link
-    assert [e["kind"] for e in warsaw["provenance"]["edges"]][-2:] == ["names", "mention"]
+    # Marie Curie's passage names Warsaw, and states how: the path says that, not "names"
+    edges = warsaw["provenance"]["edges"]
+    names = {e.id: e.name for e in store_facts["entities"].values()}
+    born = [e for e in edges if names.get(e["dst"]) == "Warsaw" and e["kind"] == "relation"]
+    assert born and born[0]["evidence"] == hits[0]["id"] and born[0]["predicate"] == "bear in"
+    assert "names" not in [e["kind"] for e in edges]
+    assert edges[-1]["evidence"] == warsaw["id"]  # and what Warsaw's passage says about it
     audit(warsaw, store_facts)
 
 
@@ -95,7 +102,56 @@ def test_path_hits_draw_relations_with_evidence(engine, store_facts):
     assert hits and all(h["unit"] == "path" and h["id"].startswith("p:") for h in hits)
     for h in hits:
         audit(h, store_facts)
-        assert len(h["provenance"]["edges"]) >= 2 and "—" in h["text"]
+        edges = h["provenance"]["edges"]
+        assert any(e["kind"] != "mention" for e in edges) and "—" in h["text"]
+        for e in edges:  # every edge quotes the sentence of its evidence that states it
+            text = " ".join(store_facts["chunks"][e["evidence"]].text.split())
+            pieces = [p.strip() for p in e["quote"].split("…") if p.strip()]
+            assert pieces and all(p in text for p in pieces) and f"“{e['quote']}”" in h["text"]
+        assert h["meta"]["labels"].keys() == set(h["provenance"]["nodes"])
+        passages = h["meta"]["passages"]  # the evidence itself, to check each edge against
+        assert passages.keys() == {e["evidence"] for e in edges}
+        for cid, p in passages.items():
+            assert p["text"] == store_facts["chunks"][cid].text
+            doc = store_facts["docs"][store_facts["chunks"][cid].doc_id]
+            assert p["title"] == doc.title
+
+
+def test_a_path_quotes_the_sentence_that_states_each_edge(engine, store_facts):
+    hits = engine.graph({"op": "local", "query": BRIDGE_Q, "k": 3, "unit": "path"})["hits"]
+    names = {e.id: e.name for e in store_facts["entities"].values()}
+    quoted = {
+        (names[e["src"]], e["predicate"], names[e["dst"]]): e["quote"]
+        for h in hits
+        for e in h["provenance"]["edges"]
+        if e["kind"] == "relation"
+    }
+    # "She" is the passage's title: the sentence that says it is quoted, not another
+    assert quoted[("Marie Curie", "bear in", "Warsaw")] == "She was born in Warsaw in 1867."
+    assert quoted[("Warsaw", "lie on", "Vistula River")] == "The city lies on the Vistula River."
+
+
+def test_a_path_ends_with_what_its_passage_states(engine, store_facts):
+    """The last edge of a passage's path is a statement of that passage about the
+    path's last entity (where one is about the query about as much as the passage's
+    best sentence on it), else the mention."""
+    hits = engine.graph({"op": "local", "query": BRIDGE_Q, "k": 6, "unit": "chunk"})["hits"]
+    stated = {
+        (r.src, r.dst, c)
+        for r in store_facts["relations"].values()
+        if r.kind == "svo"
+        for c in r.evidence
+    }
+    ends = []
+    for h in hits:
+        last = h["provenance"]["edges"][-1] if h["provenance"]["edges"] else None
+        if last is None:
+            continue
+        assert last["evidence"] == h["id"]
+        ends.append(last["kind"])
+        if last["kind"] == "relation":  # a statement of this very passage
+            assert (last["src"], last["dst"], h["id"]) in stated
+    assert "relation" in ends
 
 
 def test_local_finds_the_linked_passages(engine):
@@ -145,3 +201,11 @@ def test_graph_errors(engine):
     assert err.value.data["field"] == "op"
     notes = engine.graph({"op": "local", "query": "x", "unit": ["chunk", "page"], "strict": False})
     assert {h["unit"] for h in notes["hits"]} == {"chunk"}
+
+
+def test_asking_for_paths_too_leaves_the_passages_as_they_are(engine):
+    alone = engine.graph({"op": "local", "query": BRIDGE_Q, "k": 3, "unit": "chunk"})["hits"]
+    both = engine.graph({"op": "local", "query": BRIDGE_Q, "k": 3, "unit": ["chunk", "path"]})
+    chunks = [h for h in both["hits"] if h["unit"] == "chunk"]
+    assert [(h["id"], h["score"]) for h in chunks] == [(h["id"], h["score"]) for h in alone]
+    assert 0 < sum(h["unit"] == "path" for h in both["hits"]) <= 3

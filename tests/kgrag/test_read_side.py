@@ -1,7 +1,9 @@
 """The read side on the science graph: the same answers as before the query-side
 interface (recorded by benchmarks/read_path_golden.py from commit 8f524e9; the local
 answer to "Where was Albert Einstein born?" re-recorded when local search's candidates
-grew by the named-passage bridges, which swapped its 5th and 6th hits), a query that
+grew by the named-passage bridges, which swapped its 5th and 6th hits; every question's
+paths re-recorded when paths started at the entities the query names, ended with what
+their passage states and path hits looked twice as deep), a query that
 reads no whole table, ANN against exact search, old graphs upgraded."""
 
 from __future__ import annotations

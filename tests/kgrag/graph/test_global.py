@@ -12,7 +12,7 @@ import pytest
 from kgrag.encoders import load_encoder
 from kgrag.encoders.base import Encoder
 from kgrag.errors import InvalidParams
-from kgrag.graph.global_search import GlobalSearch, GlobalSettings
+from kgrag.graph.global_search import LISTED, GlobalSearch, GlobalSettings
 
 MARKER = re.compile(r"\[(m:[0-9a-f]+)\]")
 
@@ -147,6 +147,7 @@ def test_hierarchy_pages_cover_every_community_once(search, science_reader):
         c = stored[d["id"]]
         assert (d["level"], d["parent"], d["children"]) == (c.level, c.parent, list(c.children))
         assert d["size"] == len(c.members) and d["leafCount"] == len(c.leaves)
+        assert d["members"] == list(c.members[:LISTED]) and d["leaves"] == list(c.leaves[:LISTED])
         if d["parent"] is not None:
             assert stored[d["parent"]].level == c.level + 1 and c.id in stored[d["parent"]].children
 

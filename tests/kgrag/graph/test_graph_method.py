@@ -178,6 +178,7 @@ def _cli(graph: Path, *args: str) -> str:
 
 def test_cli_query_op_draws_paths(science_graph):
     out = _cli(science_graph, "--op", "local", "-k", "3", BRIDGE_Q)
-    assert "—names→ Warsaw" in out and "[chunk L0]" in out and "[triplet L0]" in out
+    assert "Marie Curie —bear in→ Warsaw" in out and "[chunk L0]" in out and "[triplet L0]" in out
+    assert "“She was born in Warsaw in 1867.” [Marie Curie]" in out  # the sentence saying it
     out = _cli(science_graph, "--op", "global", "--json", "physicists")
     assert json.loads(out)["summary"]

@@ -1,0 +1,287 @@
+"""What a provenance path's passage states, and the sentences that say so.
+
+Two steps over the explanations :class:`kgrag.graph.paths.PathFinder` gives:
+
+- :func:`state_endings`: a path that ends "entity X is mentioned in passage P" ends
+  instead with the relation P states about X that is closest to the query (by the
+  similarity of the sentence that states it): "X —directed by→ Y", evidence P. A
+  path says what the passage says, not only that it names X. When P states no
+  relation about X, the mention stays.
+- :func:`quote_edges`: every edge gets ``quote``, the sentence of its evidence
+  passage that states it (a relation's or co-occurrence's: the one naming both
+  ends; a mention's: the one naming the entity), the one closest to the query
+  where several do, so a person can check the edge without opening the passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ids import sentence_id
+from ..store import GraphReader
+from ..types import Sentence
+from .paths import STATED, Explanation
+
+#: a quote longer than this is cut at a word boundary, with an ellipsis
+QUOTE_CHARS = 320
+#: a path ends with a statement of its passage when that statement's sentence is at
+#: most this much less similar to the query than the passage's best sentence naming
+#: the path's last entity (cosine)
+ENDING_MARGIN = 0.05
+_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """The sentences of some passages, with their similarity to the query."""
+
+    text: dict[str, str]  # chunk id -> text
+    sentences: dict[str, list[Sentence]]  # chunk id -> its sentences, in order
+    similarity: dict[tuple[str, int], float]  # (chunk id, index) -> cosine to the query
+
+    def best(self, chunk: str, names: tuple[str, ...] = ()) -> Sentence | None:
+        """The sentence of ``chunk`` naming every entity of ``names`` (else any one of
+        them, else any) that is closest to the query; earlier on ties."""
+        found = self.sentences.get(chunk, [])
+        for need in (len(names), 1, 0) if names else (0,):
+            pool = [s for s in found if sum(n in s.entity_ids for n in names) >= need]
+            if pool:
+                return max(
+                    pool, key=lambda s: (self.similarity.get((chunk, s.index), 0.0), -s.index)
+                )
+        return None
+
+    def quote(self, sentence: Sentence, names: tuple[str, ...] = ()) -> str:
+        """The sentence, whitespace collapsed; a long one cut to the part that names
+        ``names`` (display names), :data:`QUOTE_CHARS` at most, " … " where cut."""
+        text = self.text[sentence.chunk_id][sentence.start : sentence.end].strip()
+        return excerpt(" ".join(text.split()), names)
+
+
+def excerpt(text: str, names: tuple[str, ...], limit: int = QUOTE_CHARS) -> str:
+    """``text`` when short; else the window of at most ``limit`` characters holding
+    the first place each of ``names`` occurs (or the two ends' surroundings, when
+    they lie further apart), cut at spaces, with " … " where text is left out."""
+    if len(text) <= limit:
+        return text
+    lower = text.lower()
+    spots = [
+        (at, at + len(n))
+        for n in (_DISAMBIGUATOR.sub("", n).strip().lower() for n in names)
+        if n and (at := lower.find(n)) >= 0
+    ]
+    if not spots:
+        return _cut(text, 0, limit)
+    lo, hi = min(a for a, _ in spots), max(b for _, b in spots)
+    if hi - lo <= limit:
+        start = max(0, min(lo - (limit - (hi - lo)) // 2, len(text) - limit))
+        return _cut(text, start, start + limit)
+    half = limit // 2
+    first = _cut(text, max(0, lo - 20), max(0, lo - 20) + half)
+    last = _cut(text, hi - half + 20, min(len(text), hi + 20))
+    return first + " " + last.removeprefix("… ")
+
+
+def _cut(text: str, start: int, end: int) -> str:
+    """text[start:end] at word boundaries, " … " on each side where text goes on."""
+    piece = text[start:end]
+    if start > 0:
+        piece = piece.split(" ", 1)[-1]
+    if end < len(text):
+        piece = piece.rsplit(" ", 1)[0]
+    return ("… " if start > 0 else "") + piece + (" …" if end < len(text) else "")
+
+
+def read_said(reader: GraphReader, chunks: list[str], qvec: np.ndarray | None) -> _Said:
+    """The text and sentences of ``chunks`` and each sentence's similarity to ``qvec``."""
+    chunks = sorted(set(chunks))
+    text = {c.id: c.text for c in reader.chunks(chunks)}
+    by_chunk: dict[str, list[Sentence]] = defaultdict(list)
+    for s in reader.sentences(chunks):
+        by_chunk[s.chunk_id].append(s)
+    for found in by_chunk.values():
+        found.sort(key=lambda s: s.index)
+    keys = [(c, s.index) for c, found in by_chunk.items() for s in found]
+    similarity: dict[tuple[str, int], float] = {}
+    if qvec is not None and keys and reader.size("sentences"):
+        rows = reader.rows("sentences", [sentence_id(c, i) for c, i in keys])
+        known = rows >= 0
+        if known.any():
+            sims = reader.similarity("sentences", qvec, rows[known])
+            kept = [key for key, ok in zip(keys, known.tolist(), strict=True) if ok]
+            similarity = dict(zip(kept, sims.tolist(), strict=True))
+    return _Said(text, dict(by_chunk), similarity)
+
+
+def state_endings(
+    reader: GraphReader,
+    explained: Mapping[str, Explanation],
+    mentioned: Mapping[str, np.ndarray],
+    qvec: np.ndarray | None,
+) -> None:
+    """End each path of ``explained`` (passage id -> explanation) whose last edge is
+    "X mentioned in P" with the relation P states about X closest to the query,
+    in place. ``mentioned``: the entity rows each passage mentions."""
+    ends = {
+        cid: ex.edges[-1]["src"]
+        for cid, ex in explained.items()
+        if ex.edges and ex.edges[-1]["kind"] == "mention" and ex.edges[-1]["dst"] == cid
+    }
+    if not ends:
+        return
+    entities = sorted(set(ends.values()))
+    rows = reader.rows("entities", entities)
+    adj = reader.adjacency("relations", np.maximum(rows, 0))
+    at = {e: i for i, e in enumerate(entities) if rows[i] >= 0}
+    pairs: list[tuple[str, int]] = []  # (passage, relation edge row)
+    for cid, eid in ends.items():
+        if eid not in at:
+            continue
+        i = at[eid]
+        cols = adj.of(i)
+        inside = mentioned.get(cid, np.zeros(0, dtype=np.int64))
+        hit = np.flatnonzero(np.isin(cols, inside))
+        assert adj.edge is not None
+        pairs += [(cid, int(adj.edge[adj.indptr[i] + j])) for j in hit.tolist()]
+    if not pairs:
+        return
+    rel_ids = reader.relation_ids(np.array([e for _, e in pairs], dtype=np.int64))
+    relations = {r.id: r for r in reader.relations(sorted(set(rel_ids)))}
+    options: dict[str, list[Any]] = defaultdict(list)
+    for (cid, _), rid in zip(pairs, rel_ids, strict=True):
+        rel = relations.get(rid)
+        if rel is not None and rel.kind == STATED and cid in rel.evidence:
+            options[cid].append(rel)
+    if not options:
+        return
+    said = read_said(reader, list(options), qvec)
+    title = _title_entities(reader, list(options))
+    others = sorted({r.dst if r.src == ends[c] else r.src for c, rs in options.items() for r in rs})
+    near = _entity_similarity(reader, others, qvec)
+    for cid, rels in options.items():
+        ex, eid = explained[cid], ends[cid]
+        on_path = set(ex.path)
+
+        def other(rel: Any, eid: str = eid) -> str:
+            return str(rel.dst if rel.src == eid else rel.src)
+
+        def closeness(ends: tuple[str, ...], cid: str = cid) -> float:
+            s = said.best(cid, tuple(n for n in ends if n != title.get(cid)))
+            return said.similarity.get((cid, s.index), 0.0) if s is not None else 0.0
+
+        rels = [r for r in rels if other(r) not in on_path]
+        if not rels:
+            continue
+        best = min(rels, key=lambda r: (-closeness((r.src, r.dst)), -near.get(other(r), 0.0), r.id))
+        # a statement far less about the query than the passage's best sentence on the
+        # entity says less than that sentence does: the mention stays, quoting it
+        if closeness((best.src, best.dst)) < closeness((eid,)) - ENDING_MARGIN:
+            continue
+        ex.edges[-1] = {
+            "src": best.src,
+            "dst": best.dst,
+            "kind": "relation",
+            "evidence": cid,
+            "predicate": best.predicate,
+            "relation": best.id,
+        }
+        ex.path.insert(len(ex.path) - 1, other(best))
+
+
+def _entity_similarity(
+    reader: GraphReader, ids: list[str], qvec: np.ndarray | None
+) -> dict[str, float]:
+    """Each entity's cosine to the query (a tie-break between statements of one
+    sentence: "born in Warsaw in 1867" answers "which city" with Warsaw)."""
+    if qvec is None or not ids or not reader.size("entities"):
+        return {}
+    rows = reader.rows("entities", ids)
+    known = rows >= 0
+    sims = reader.similarity("entities", qvec, rows[known]).tolist()
+    return dict(zip([i for i, k in zip(ids, known.tolist(), strict=True) if k], sims, strict=True))
+
+
+def state_links(reader: GraphReader, explained: Mapping[str, Explanation]) -> None:
+    """Where a bridge path reads "X mentioned in P, P names T" and P states a relation
+    between X and T, put that relation in place of the two edges (in place)."""
+    found: list[tuple[Explanation, int]] = []  # (explanation, index of the mention edge)
+    for ex in explained.values():
+        for i, (a, b) in enumerate(zip(ex.edges, ex.edges[1:], strict=False)):
+            link = a["kind"] == "mention" and b["kind"] == "names" and a["dst"] == b["src"]
+            if link and a["src"] != b["dst"]:
+                found.append((ex, i))
+    if not found:
+        return
+    heads = sorted({ex.edges[i]["src"] for ex, i in found})
+    rows = reader.rows("entities", heads)
+    tails = sorted({ex.edges[i + 1]["dst"] for ex, i in found})
+    tail_rows = dict(zip(tails, reader.rows("entities", tails).tolist(), strict=True))
+    adj = reader.adjacency("relations", np.maximum(rows, 0))
+    at = {h: i for i, h in enumerate(heads) if rows[i] >= 0}
+    picks: list[tuple[Explanation, int, int]] = []  # (explanation, index, relation edge)
+    for ex, i in found:
+        head, tail = ex.edges[i]["src"], ex.edges[i + 1]["dst"]
+        if head not in at or tail_rows[tail] < 0:
+            continue
+        j = at[head]
+        cols = adj.of(j)
+        k = int(np.searchsorted(cols, tail_rows[tail]))
+        if k < len(cols) and int(cols[k]) == tail_rows[tail]:
+            assert adj.edge is not None
+            picks.append((ex, i, int(adj.edge[adj.indptr[j] + k])))
+    if not picks:
+        return
+    rel_ids = reader.relation_ids(np.array([e for _, _, e in picks], dtype=np.int64))
+    relations = {r.id: r for r in reader.relations(sorted(set(rel_ids)))}
+    for (ex, i, _), rid in sorted(
+        zip(picks, rel_ids, strict=True), key=lambda p: -p[0][1]
+    ):  # later edges first: the indices of earlier ones stay put
+        rel, passage = relations.get(rid), ex.edges[i]["dst"]
+        if rel is None or rel.kind != STATED or passage not in rel.evidence:
+            continue
+        ex.edges[i : i + 2] = [
+            {
+                "src": rel.src,
+                "dst": rel.dst,
+                "kind": "relation",
+                "evidence": passage,
+                "predicate": rel.predicate,
+                "relation": rel.id,
+            }
+        ]
+        ex.path.remove(passage)
+
+
+def quote_edges(reader: GraphReader, explained: list[Explanation], qvec: np.ndarray | None) -> None:
+    """Give every edge of ``explained`` its ``quote`` (in place)."""
+    edges = [e for ex in explained for e in ex.edges if e.get("evidence") and "quote" not in e]
+    if not edges:
+        return
+    said = read_said(reader, [e["evidence"] for e in edges], qvec)
+    title = _title_entities(reader, sorted(said.text))
+    ends = sorted({x for e in edges for x in (e["src"], e["dst"]) if x.startswith("e:")})
+    shown = {x.id: x.name for x in reader.entities(ends)}
+    for e in edges:
+        names = (e["src"],) if e["kind"] == "mention" else (e["src"], e["dst"])
+        # a passage's own title is often a pronoun ("She was born in Warsaw")
+        names = tuple(n for n in names if n.startswith("e:") and n != title.get(e["evidence"]))
+        s = said.best(e["evidence"], names)
+        if s is not None:
+            pair = (e["src"], e["dst"])
+            e["quote"] = said.quote(s, tuple(shown[x] for x in pair if x in shown))
+
+
+def _title_entities(reader: GraphReader, chunks: list[str]) -> dict[str, str]:
+    """The entity each chunk's title names (where it has one)."""
+    found = reader.rows("chunks", chunks)
+    chunks = [c for c, r in zip(chunks, found.tolist(), strict=True) if r >= 0]
+    rows = reader.title_entity(found[found >= 0])
+    known = [(c, int(r)) for c, r in zip(chunks, rows.tolist(), strict=True) if r >= 0]
+    ids = reader.ids("entities", [r for _, r in known])
+    return {c: eid for (c, _), eid in zip(known, ids, strict=True)}
