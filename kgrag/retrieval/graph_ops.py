@@ -392,6 +392,8 @@ class GraphOps:
             names = self._names([e for ex in kept for e in ex.edges])
             cited = sorted({e["evidence"] for ex in kept for e in ex.edges if e.get("evidence")})
             text = {c.id: c.text for c in self.r.reader.chunks(cited)}
+        general = self._general([x for c, _ in found.passages for x in explained[c].nodes()])
+        shown = names | {x: f"{names.get(x, x)} (general term)" for x in general}
         for cid, score in found.passages:
             ex = explained[cid]
             if all(e["kind"] == "mention" for e in ex.edges):  # says only "X is named here"
@@ -405,12 +407,16 @@ class GraphOps:
                 "score": round(float(score), 6),
                 "unit": "path",
                 "level": 0,
-                "meta": {"hops": len(ex.edges), "target": cid},
+                "meta": {
+                    "hops": len(ex.edges),
+                    "target": cid,
+                    "general": [x for x in ex.nodes() if x in general],
+                },
                 "scores": {"local": round(float(score), 6)},
                 "provenance": ex.to_wire(),
             }
             if p.includeText:
-                hit["text"] = render_quoted(ex.edges, names)
+                hit["text"] = render_quoted(ex.edges, shown)
                 hit["meta"]["labels"] = {x: names.get(x, x) for x in ex.nodes()}
                 hit["meta"]["passages"] = {  # each edge's evidence, to check it against
                     c: {"title": names.get(c, c), "text": text[c]}
@@ -421,6 +427,16 @@ class GraphOps:
             if len(hits) == k:
                 break
         return hits
+
+    def _general(self, nodes: list[str]) -> set[str]:
+        """The general terms among ``nodes`` (entities so many passages mention that a
+        path pays a toll to reach them): a path names them as such."""
+        entities = sorted({x for x in nodes if x.startswith("e:")})
+        rows = self.r.reader.rows("entities", entities)
+        known = rows >= 0
+        tolls = self._part("paths").toll(rows[known])
+        kept = [e for e, k in zip(entities, known.tolist(), strict=True) if k]
+        return {e for e, t in zip(kept, tolls.tolist(), strict=True) if t > 0}
 
     def _subgraph_hit(self, p: GraphParams, call: LocalCall) -> dict[str, Any]:
         found, explained = call.found, call.explained

@@ -109,6 +109,9 @@ def test_path_hits_draw_relations_with_evidence(engine, store_facts):
             pieces = [p.strip() for p in e["quote"].split("…") if p.strip()]
             assert pieces and all(p in text for p in pieces) and f"“{e['quote']}”" in h["text"]
         assert h["meta"]["labels"].keys() == set(h["provenance"]["nodes"])
+        for x in h["meta"]["general"]:  # a general term is named as one
+            assert len(store_facts["entities"][x].chunk_ids) > 1
+            assert f"{h['meta']['labels'][x]} (general term)" in h["text"]
         passages = h["meta"]["passages"]  # the evidence itself, to check each edge against
         assert passages.keys() == {e["evidence"] for e in edges}
         for cid, p in passages.items():
