@@ -69,7 +69,16 @@ def _parser() -> argparse.ArgumentParser:
         help='extra retrieve params as JSON, e.g. \'{"rerank": {"method": "colbert"}}\'',
     )
     ev.add_argument("--limit", type=int, help="only the first N questions")
-    ev.add_argument("--out", help="also write the figures as JSON here")
+    ev.add_argument(
+        "--out",
+        help="also write the figures as JSON here: a list of rows, one per mode, "
+        '{"mode", "params", "questions", "R@<k>" for each --k (percent), "p50_ms"}',
+    )
+    ev.add_argument(
+        "--plot",
+        metavar="OUT.png",
+        help="also draw Recall@k per mode (.png, .svg or .pdf; needs the bench extra)",
+    )
     dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
     dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
     dl.add_argument("--graph", required=True)
@@ -170,7 +179,13 @@ def _export(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from .engine import open as open_engine
-    from .evaluation import chunk_searcher, evaluate, load_questions
+    from .evaluation import (
+        check_plot_path,
+        chunk_searcher,
+        evaluate,
+        load_questions,
+        plot_recall,
+    )
     from .store import open_store
 
     if args.corpus and open_store(args.graph).current() is None:
@@ -186,6 +201,8 @@ def _eval(args: argparse.Namespace) -> int:
         raise InvalidParams(f"--params is not JSON: {exc}", field="params") from exc
     if not isinstance(extra, dict):
         raise InvalidParams("--params must be a JSON object", field="params")
+    if args.plot:
+        check_plot_path(args.plot)
     questions = load_questions(args.questions)[: args.limit]
     ks = [int(k) for k in args.k.split(",")]
     rows = []
@@ -196,6 +213,8 @@ def _eval(args: argparse.Namespace) -> int:
             print(" ".join(f"{k}={v}" for k, v in rows[-1].items()))
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
+    if args.plot:
+        plot_recall(rows, ks, args.plot, title=Path(args.questions).stem)
     return EXIT_OK
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, InvalidParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +100,54 @@ def chunk_searcher(engine: Any, params: dict[str, Any]) -> Callable[[str, int], 
         return [docs[doc_of[h["id"]]] for h in hits]
 
     return search
+
+
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def check_plot_path(path: str | Path) -> None:
+    """Fail before any work when ``path`` cannot take a plot."""
+    out = Path(path)
+    if out.suffix.lower() not in PLOT_FORMATS:
+        raise InvalidParams(
+            f"--plot wants a {', '.join(PLOT_FORMATS)} file, got {str(out)!r}", field="plot"
+        )
+    if not out.parent.is_dir():
+        raise InvalidParams(f"--plot: no folder {str(out.parent)!r}", field="plot")
+    _pyplot()
+
+
+def plot_recall(
+    rows: Sequence[dict[str, Any]], ks: Sequence[int], path: str | Path, title: str = ""
+) -> None:
+    """Recall@k per mode as grouped bars, one group per mode, one bar per k."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(rows) + 1.5), 3.6))
+    width = 0.8 / max(len(ks), 1)
+    for j, k in enumerate(ks):
+        values = [float(r[f"R@{k}"]) for r in rows]
+        xs = [i + (j - (len(ks) - 1) / 2) * width for i in range(len(rows))]
+        bars = ax.bar(xs, values, width, label=f"R@{k}")
+        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
+    ax.set_xticks(range(len(rows)), [str(r["mode"]) for r in rows])
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("Recall@k (%)")
+    questions = rows[0]["questions"] if rows else 0
+    ax.set_title(f"{title} ({questions} questions)" if title else f"{questions} questions")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise InvalidParams(
+            "--plot needs matplotlib: pip install 'kgrag[bench]'", field="plot"
+        ) from exc
+    return plt

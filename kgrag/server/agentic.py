@@ -1,6 +1,6 @@
 """The agentic route without an LLM: a graph-guided exploration with a stop rule.
 
-Step 0 is classic hybrid recall; step 1 a local graph search on the question
+Step 0 is hybrid recall; step 1 a local graph search on the question
 (entity linking, personalized PageRank, the title-link bridge). Then, one at
 a time, the most promising unexplored entry point is expanded with another
 local search, the question plus that entry point: first the entities and
@@ -106,7 +106,7 @@ def explore(
     pool.add("classic", base, 1.0)
     step(
         f"question: {query!r}",
-        "classic hybrid recall (dense + BM25, RRF)" + (" with rerank" if body.rerank else ""),
+        "hybrid recall (dense + BM25, RRF)",
         f"{len(base)} chunks recalled",
         t0,
     )

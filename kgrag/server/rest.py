@@ -5,8 +5,9 @@ graph of that name, else the server's default graph). Three routers answer:
 
 * ``small_corpus_all`` when the scoped corpus holds at most ``top_k`` chunks:
   every one of them, ranked;
-* ``classic_topk``: hybrid recall (dense + BM25 fused) over the scope,
-  optionally reranked, cut at ``threshold`` and ``top_k``;
+* ``classic_topk`` (``use_agentic: false``): classic map-unit BM25, sparse recall
+  over the scope (``internal_recall_k`` chunks) fused by RRF, optionally reranked
+  after the fusion, cut at ``threshold`` (a minimum RRF score) and ``top_k``;
 * ``agentic`` (the default): an exploration of the graph that needs no LLM
   (see :mod:`.agentic`), every step recorded in ``decision_trace``.
 

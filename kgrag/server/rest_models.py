@@ -8,16 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_
 
 ChunkType = Literal["text", "image", "table", "page"]
 
-#: the deprecated ``data_type`` codes as chunk-type sets (``chunk_types`` overrides it)
-DATA_TYPES: dict[int, tuple[str, ...]] = {
-    1: ("text",),
-    2: ("image",),
-    3: ("table",),
-    4: ("page",),
-    5: ("text", "table"),
-    6: ("text", "image"),
-    7: ("text", "image", "table"),
-    8: ("text", "image", "table", "page"),
+#: the ``data_type`` codes of the Knowhere API as chunk-type sets (None: every type);
+#: ``chunk_types`` overrides it
+DATA_TYPES: dict[int, tuple[str, ...] | None] = {
+    1: None,
+    2: ("text",),
+    3: ("image",),
+    4: ("table",),
+    5: ("text", "image"),
+    6: ("text", "table"),
+    7: ("page",),
+    8: ("text", "image", "table"),
 }
 
 
@@ -37,9 +38,8 @@ class QueryBody(BaseModel):
         None,
         ge=1,
         le=8,
-        json_schema_extra={"deprecated": True},
-        description="Deprecated chunk-type code: 1 text, 2 image, 3 table, 4 page, "
-        "5 text+table, 6 text+image, 7 text+image+table, 8 all. chunk_types overrides it.",
+        description="Chunk type filter: 1=all, 2=text, 3=image, 4=table, 5=text+image, "
+        "6=text+table, 7=page, 8=text+image+table. chunk_types overrides it.",
     )
     chunk_types: list[ChunkType] | None = Field(
         None, description="Chunk types to search (empty or null: all)."
@@ -50,15 +50,19 @@ class QueryBody(BaseModel):
     filter_mode: str = Field(
         "delete", description="delete: drop chunks under a signal path; keep: keep only those."
     )
-    rerank: StrictBool = Field(False, description="Rerank the recalled chunks (ColBERT-style).")
+    rerank: StrictBool = Field(
+        False, description="Rerank after RRF fusion (the engine's reranker; no LLM)."
+    )
     threshold: float | None = Field(
-        None, description="Minimum score (the fused score; the rerank score when reranking)."
+        None, description="Minimum RRF score (of the fusion, before any rerank)."
     )
     internal_recall_k: StrictInt | None = Field(
-        None, ge=1, description="Chunks recalled before the cut (default top_k x 2)."
+        None, ge=1, description="Per-channel recall count (default top_k x 2)."
     )
     use_agentic: StrictBool | None = Field(
-        None, description="Unset or true: the agentic route; false: classic top-k."
+        None,
+        description="Unset or true: the agentic route; false: classic map-unit BM25 "
+        "(sparse recall over the chunks, RRF, optional rerank).",
     )
     agent_explore_model: str | None = Field(
         None, description="Recorded in the trace; the agentic route needs no model."
@@ -78,7 +82,8 @@ class QueryBody(BaseModel):
         if self.chunk_types:
             return frozenset(self.chunk_types)
         if self.chunk_types is None and self.data_type is not None:
-            return frozenset(DATA_TYPES[self.data_type])
+            kinds = DATA_TYPES[self.data_type]
+            return None if kinds is None else frozenset(kinds)
         return None
 
     def resolved_namespace(self, graphs: Any) -> str | None:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import rcp
+
 from ..errors import KgragError
 from .agentic import explore
 from .rest_models import QueryBody, QueryBodyV2
@@ -90,22 +92,64 @@ def _rerank_method(engine: Any) -> str | None:
     return rerank["methods"][0] if rerank else None
 
 
-def classic(
-    engine: Any, body: QueryBody, scope: Scope, recall_k: int, *, k: int | None = None
+def recall(
+    engine: Any,
+    body: QueryBody,
+    scope: Scope,
+    recall_k: int,
+    *,
+    k: int | None = None,
+    mode: str = "hybrid",
 ) -> list[dict[str, Any]]:
-    """Hybrid recall inside the scope (documents filtered before recall, the rest after)."""
+    """Recall by ``mode`` inside the scope (documents filtered before recall, the rest
+    after); hybrid hits carry their RRF score as ``scores.rrf``."""
     max_k = engine.config.max_k
     want = k if k is not None else recall_k
     if scope.post_filters:  # recall wider so the post-filter still leaves enough
         want = min(max_k, max(want * 4, 50))
-    params: dict[str, Any] = {"query": body.query, "k": want, "mode": "hybrid"}
+    params: dict[str, Any] = {"query": body.query, "k": want, "mode": mode}
     params["candidateK"] = max(want, 100)
     found = scope.rcp_filter()
     if found is not None:
         params["filter"] = found
-    if body.rerank and (method := _rerank_method(engine)):
-        params["rerank"] = {"method": method, "topN": want}
-    return [h for h in engine.retrieve(params)["hits"] if scope.admits(h)]
+    hits = [h for h in engine.retrieve(params)["hits"] if scope.admits(h)]
+    if mode == "hybrid":
+        for h in hits:
+            h["scores"] = h.get("scores", {}) | {"rrf": h["score"]}
+    return hits
+
+
+def classic_bm25(engine: Any, body: QueryBody, scope: Scope, recall_k: int) -> list[dict[str, Any]]:
+    """The classic router: BM25 over the chunks (the map units), ``recall_k`` of them,
+    fused by RRF (the rcp SDK's, as with several channels), then reranked if asked."""
+    found = recall(engine, body, scope, recall_k, mode="sparse")
+    by_id = {h["id"]: h for h in found}
+    fused = rcp.rrf_fuse({"bm25": [{"id": h["id"]} for h in found]})
+    hits = []
+    for f in fused:
+        rrf = round(float(f["meta"]["fusedScore"]), 6)
+        hit = by_id[f["id"]]
+        hits.append(hit | {"score": rrf, "scores": hit.get("scores", {}) | {"rrf": rrf}})
+    return rerank_fused(engine, body, hits)
+
+
+def rerank_fused(engine: Any, body: QueryBody, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``hits`` (fused) reranked by the engine's reranker when the body asks for it:
+    the rerank score becomes the score; ``scores.rrf`` keeps the fusion's."""
+    if not body.rerank or not hits or not (method := _rerank_method(engine)):
+        return hits
+    passages = [h.get("text", "") for h in hits]
+    scored = engine.rerank({"query": body.query, "passages": passages, "method": method})
+    out = []
+    for i in scored["order"]:
+        hit, value = hits[i], scored["scores"][i]
+        out.append(hit | {"score": value, "scores": hit.get("scores", {}) | {"rerank": value}})
+    return out
+
+
+def rrf_score(hit: dict[str, Any]) -> float:
+    """The RRF score a hit had after fusion (``threshold`` is a minimum of it)."""
+    return float((hit.get("scores") or {}).get("rrf", hit["score"]))
 
 
 def _trace(index: int, observation: str, decision: str, result: str, started: float) -> dict:
@@ -150,13 +194,13 @@ def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
         )
     elif body.use_agentic is False:
         router = "classic_topk"
-        hits = classic(engine, body, scope, recall_k)
+        hits = classic_bm25(engine, body, scope, recall_k)
         stop = "completed"
         trace.append(
             _trace(
                 0,
                 f"{len(scoped)} chunks in scope",
-                "hybrid recall (dense + BM25, RRF)" + (" then rerank" if body.rerank else ""),
+                "classic map-unit BM25, RRF" + (" then rerank" if body.rerank else ""),
                 f"{len(hits)} chunks recalled (internal_recall_k {recall_k})",
                 started,
             )
@@ -164,14 +208,22 @@ def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
     else:
         router = "agentic"
         try:
-            run = explore(engine, body, scope, top_k, recall_k, classic=classic)
+            run = explore(engine, body, scope, top_k, recall_k, classic=recall)
             hits, stop, trace = run.hits, run.stop_reason, run.trace
             failure = run.failure_reason
+            for h in hits:  # the exploration's fused score is its RRF score
+                h["scores"] = h.get("scores", {}) | {"rrf": h["score"]}
+            if body.rerank and hits:
+                t0 = time.perf_counter()
+                hits = rerank_fused(engine, body, hits)
+                trace.append(
+                    _trace(len(trace), f"{len(hits)} fused chunks", "rerank", "reordered", t0)
+                )
         except KgragError as exc:  # the exploration failed: answer with classic recall
-            hits = classic(engine, body, scope, recall_k)
+            hits = classic_bm25(engine, body, scope, recall_k)
             stop, failure = "failure", f"agentic route failed ({exc.message}); classic results"
     if body.threshold is not None:
-        hits = [h for h in hits if h["score"] >= body.threshold]
+        hits = [h for h in hits if rrf_score(h) >= body.threshold]
     hits = hits[:top_k]
     return _response(namespace, body, router, hits, stop, failure, trace, notes)
 
@@ -182,7 +234,7 @@ def _all_ranked(
     """Every scoped chunk, the ones recall finds first (in its order), then the rest."""
     if not scoped:
         return []
-    ranked = classic(engine, body, scope, len(scoped), k=len(scoped))
+    ranked = rerank_fused(engine, body, recall(engine, body, scope, len(scoped), k=len(scoped)))
     seen = {h["id"] for h in ranked}
     floor = min((h["score"] for h in ranked), default=0.0)
     rest = [c | {"score": floor} for c in scoped if c["id"] not in seen]

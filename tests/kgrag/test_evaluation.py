@@ -62,9 +62,19 @@ def test_kgrag_eval_on_musique_mini(tmp_path):
         "dense,hybrid",
         "--out",
         str(out),
+        "--plot",
+        str(tmp_path / "recall.png"),
     )
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert [r["mode"] for r in rows] == ["dense", "hybrid"]
     for r in rows:
         assert r["questions"] == 3 and 0 < r["R@2"] <= r["R@5"] <= 100
+        assert set(r) == {"mode", "params", "questions", "R@2", "R@5", "p50_ms"}
+    png = (tmp_path / "recall.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5000
+    # a plot path that cannot be written fails before any search, naming the option
+    bad = kgrag(*run.args[3:-2], "--plot", str(tmp_path / "no" / "recall.png"))
+    assert bad.returncode != 0 and "--plot: no folder" in bad.stderr
+    bad = kgrag(*run.args[3:-2], "--plot", str(tmp_path / "recall.txt"))
+    assert bad.returncode != 0 and "--plot wants a .png" in bad.stderr

@@ -168,14 +168,28 @@ def test_document_scope_include_exclude(url: str):
     assert agentic["router_used"] == "agentic" and not {a, b} & set(doc_ids(agentic))
 
 
-def test_chunk_types_and_the_deprecated_data_type(url: str):
+def test_chunk_types_and_the_data_type_codes(url: str):
+    """The Knowhere codes: 1=all, 2=text, 3=image, 4=table, 5=text+image, 6=text+table,
+    7=page, 8=text+image+table; chunk_types overrides data_type (the graph holds text)."""
     base = {"query": "capital of Poland", "top_k": 3, "use_agentic": False}
     assert ok(url, base | {"chunk_types": ["table"]})["results"] == []
     assert len(ok(url, base | {"chunk_types": ["text", "image"]})["results"]) == 3
-    assert ok(url, base | {"data_type": 2})["results"] == []  # 2: images only
-    assert len(ok(url, base | {"data_type": 2, "chunk_types": ["text"]})["results"]) == 3
-    assert len(ok(url, base | {"data_type": 1})["results"]) == 3
+    for code, has_text in {1: 1, 2: 1, 3: 0, 4: 0, 5: 1, 6: 1, 7: 0, 8: 1}.items():
+        found = ok(url, base | {"data_type": code})["results"]
+        assert len(found) == 3 * has_text, code
+    assert len(ok(url, base | {"data_type": 3, "chunk_types": ["text"]})["results"]) == 3
     assert len(ok(url, base | {"chunk_types": []})["results"]) == 3  # empty: every type
+
+
+def test_the_classic_router_is_bm25_fused_by_rrf(url: str, rest_graphs: Graphs):
+    body = {"query": "Which physicist was born in Paris?", "top_k": 4, "use_agentic": False}
+    out = ok(url, body)
+    sparse = rest_graphs.get("science").retrieve({"query": body["query"], "k": 4, "mode": "sparse"})
+    found = [r["chunk_id"] for r in out["results"]]
+    assert len(found) == 4 and found == [h["id"] for h in sparse["hits"]]
+    # one channel fused by RRF (k 60): rank r scores 1 / (60 + r)
+    assert [r["score"] for r in out["results"]] == [round(1 / (61 + i), 6) for i in range(4)]
+    assert "BM25" in out["decision_trace"][0]["decision"]
 
 
 def test_signal_paths_keep_and_delete(url: str):
@@ -197,16 +211,19 @@ def test_signal_paths_keep_and_delete(url: str):
 def test_rerank_threshold_and_recall_k(url: str):
     base = {"query": "Who founded an institute in Copenhagen?", "top_k": 3, "use_agentic": False}
     plain = ok(url, base)
+    assert len(plain["results"]) == 2  # BM25: two passages hold the query's terms
     reranked = ok(url, base | {"rerank": True, "internal_recall_k": 8})
-    assert "rerank" in reranked["decision_trace"][0]["decision"]
+    assert "RRF then rerank" in reranked["decision_trace"][0]["decision"]
     assert "internal_recall_k 8" in reranked["decision_trace"][0]["result"]
     assert [r["score"] for r in reranked["results"]] != [r["score"] for r in plain["results"]]
     assert "Bohr" in reranked["results"][0]["content"]
-    cut = plain["results"][1]["score"]
+    cut = plain["results"][0]["score"]  # an RRF score
     high = ok(url, base | {"threshold": cut})
-    assert high["results"] and all(r["score"] >= cut for r in high["results"])
-    assert len(high["results"]) < len(plain["results"])
+    assert [r["chunk_id"] for r in high["results"]] == [plain["results"][0]["chunk_id"]]
     assert ok(url, base | {"threshold": 1e9})["results"] == []
+    # the threshold is on the fusion's RRF score, also when a rerank follows it
+    both = ok(url, base | {"threshold": cut, "rerank": True})
+    assert [r["chunk_id"] for r in both["results"]] == [plain["results"][0]["chunk_id"]]
 
 
 def test_tracing_fields_and_the_v2_llm_config(url: str):
