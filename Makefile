@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,spacy-model]'
+	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
 demo: install

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: a home or workspace folder of a machine ("/home/...", "/root/...", "/work/...")
+#: a home or workspace folder of a machine (home, root, work, Users at the root)
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:" + "|".join(["home", "root", "work", "Users"]) + r")/")
 
 
@@ -26,3 +26,16 @@ def test_no_tracked_file_names_a_machine_path():
             continue  # binary
         found += [f"{name}: {m.group(0)}" for m in MACHINE_PATH.finditer(text)]
     assert not found, found
+
+
+def test_a_plain_install_brings_the_spacy_pipeline_ingest_needs():
+    """``pip install kgrag`` then ``kgrag ingest`` works: the English pipeline is a
+    dependency, not an extra (pyproject.toml, read as pip reads it)."""
+    import tomllib
+
+    from kgrag.nlp import AUTO_PIPELINES
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    pipelines = {p.replace("_", "-") for p in AUTO_PIPELINES}
+    assert names & pipelines, (names, pipelines)
