@@ -1,4 +1,5 @@
-"""``kgrag serve``: the RCP/1 server over stdio or HTTP, for one or more graphs."""
+"""``kgrag serve``: the RCP/1 server over stdio or HTTP, for one or more graphs, or the
+Model Context Protocol over stdio (``--mcp``, :mod:`kgrag.adapters.mcp`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidParams
+from .errors import InvalidParams, Unsupported
 
 
 def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "serve",
-        help="serve graphs over RCP/1 (stdio, or HTTP with SSE)",
+        help="serve graphs over RCP/1 (stdio, or HTTP with SSE) or MCP (stdio)",
         description="Bearer tokens come from the environment (KGRAG_TOKEN reads and writes; "
         "KGRAG_WRITE_TOKEN, when set, is needed for index/add and index/delete) or from "
         "--token-file / --write-token-file, never from the command line.",
@@ -30,8 +31,17 @@ def add_parser(sub: Any) -> None:
     how = s.add_mutually_exclusive_group(required=True)
     how.add_argument("--stdio", action="store_true", help="NDJSON on stdin/stdout")
     how.add_argument("--http", metavar="HOST:PORT", help="HTTP on HOST:PORT (port 0: any free)")
+    how.add_argument(
+        "--mcp",
+        action="store_true",
+        help="Model Context Protocol tools on stdin/stdout, for agent hosts (the mcp extra)",
+    )
     s.add_argument("--config", help="JSON config file (see kgrag/config.py)")
-    s.add_argument("--read-only", action="store_true", help="do not offer index/add, index/delete")
+    s.add_argument(
+        "--read-only",
+        action="store_true",
+        help="do not offer index/add, index/delete (MCP: add_documents, delete_documents)",
+    )
     s.add_argument("--token-file", help="file holding the bearer token for every call")
     s.add_argument("--write-token-file", help="file holding the bearer token for writes")
     s.add_argument("--rate-limit", type=float, help="requests per second per client address")
@@ -81,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     serve_queries()
     limits = Limits(workers=args.workers, timeout=args.timeout, max_body=args.max_body)
     config = load_config(args.config)
+    if args.mcp:
+        return _serve_mcp(args, config)
     if args.stdio:
         from .server.stdio import protected_stdout, serve_stdio
 
@@ -98,6 +110,22 @@ def _open(args: argparse.Namespace, config: Any) -> Any:
     from .server.graphs import Graphs
 
     return Graphs.open(args.graph, config=config, writable=not args.read_only)
+
+
+def _serve_mcp(args: argparse.Namespace, config: Any) -> int:
+    try:
+        from .adapters.mcp import serve_mcp
+    except ImportError as exc:
+        raise Unsupported(str(exc), option="mcp") from exc
+    from .server.stdio import protected_stdout
+
+    out = protected_stdout()  # before any model loads and prints
+    graphs = _open(args, config)
+    try:
+        serve_mcp(graphs, writable=not args.read_only, workers=args.workers, stdout=out)
+    finally:
+        graphs.close()
+    return 0
 
 
 def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
