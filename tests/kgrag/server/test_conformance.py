@@ -3,7 +3,7 @@ covers, L0 to L2, against ``kgrag serve`` itself, over stdio and over HTTP.
 
 The checker cannot be fetched in CI, so its checks are restated here, one
 assertion each, against the real command in a subprocess. Running the checker
-itself is a manual step (see README, "RCP server").
+itself is a manual step (see docs/rcp-server.md).
 """
 
 from __future__ import annotations
