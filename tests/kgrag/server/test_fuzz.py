@@ -103,6 +103,9 @@ def _rcp_case(url: str, codes: set[int], body: Any) -> None:
     if reply is None:  # a notification (no id) gets no answer
         assert isinstance(body, dict) and "id" not in body and status == 204
         return
+    expected = _expected(body)
+    if expected is not None:  # a frame that is plainly not a request: its code is known
+        assert not isinstance(reply, list) and reply["error"]["code"] == expected, (body, reply)
     for answer in reply if isinstance(reply, list) else [reply]:
         assert answer["jsonrpc"] == "2.0"
         if "error" in answer:
@@ -111,6 +114,26 @@ def _rcp_case(url: str, codes: set[int], body: Any) -> None:
             assert isinstance(answer["error"]["message"], str) and answer["error"]["message"]
         else:
             assert "result" in answer, answer
+
+
+def _expected(body: Any) -> int | None:
+    """The code JSON-RPC 2.0 fixes for ``body`` where it is plainly not a request (a
+    scalar, an empty batch, a wrong ``jsonrpc``, a method that is no non-empty string
+    or params that are not an object), None otherwise."""
+    if isinstance(body, list):
+        return -32600 if not body else None
+    if not isinstance(body, dict):
+        return -32600
+    if "id" in body and not isinstance(body["id"], (str, int)):
+        return -32600 if body["id"] is not None else None
+    if body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
+        return -32600
+    if not body["method"]:
+        return -32600
+    params = body.get("params")
+    if "id" in body and params is not None and not isinstance(params, dict):
+        return -32602
+    return None
 
 
 def test_the_rcp_endpoint_under_generated_json_rpc(url: str):
