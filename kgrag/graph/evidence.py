@@ -1,12 +1,15 @@
 """What a provenance path's passage states, and the sentences that say so.
 
-Two steps over the explanations :class:`kgrag.graph.paths.PathFinder` gives:
+Steps over the explanations :class:`kgrag.graph.paths.PathFinder` gives:
 
 - :func:`state_endings`: a path that ends "entity X is mentioned in passage P" ends
   instead with the relation P states about X that is closest to the query (by the
   similarity of the sentence that states it): "X —directed by→ Y", evidence P. A
   path says what the passage says, not only that it names X. When P states no
-  relation about X, the mention stays.
+  relation about X, or only ones in sentences far less about the query than its
+  best sentence on X (:data:`ENDING_MARGIN`), the mention stays.
+- :func:`state_links`: a bridge "X is mentioned in P, P names T's title" becomes the
+  relation between X and T that P states, where it states one.
 - :func:`quote_edges`: every edge gets ``quote``, the sentence of its evidence
   passage that states it (a relation's or co-occurrence's: the one naming both
   ends; a mention's: the one naming the entity), the one closest to the query
