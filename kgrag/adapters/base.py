@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..engine import Engine
 from ..errors import InvalidParams
@@ -20,6 +20,38 @@ Op = Literal["retrieve", "local", "global", "drift"]
 OPS: tuple[str, ...] = ("retrieve", "local", "global", "drift")
 #: hit fields copied into a document's metadata, when the hit has them
 METADATA = ("id", "score", "confidence", "unit", "level", "citation", "provenance")
+
+
+_R = TypeVar("_R", bound="OwnsEngine")
+
+
+class OwnsEngine:
+    """``from_graph`` and ``close`` for a retriever over an engine it may have opened
+    itself (both framework retrievers take the engine as ``engine=``)."""
+
+    if TYPE_CHECKING:
+        engine: Engine
+        _owns_engine: bool
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    @classmethod
+    def from_graph(cls: type[_R], path: str | Path, **options: Any) -> _R:
+        """A retriever over the graph folder ``path``, which :meth:`close` closes."""
+        engine = open_graph(path)
+        try:
+            retriever = cls(engine=engine, **options)
+        except BaseException:
+            engine.close()
+            raise
+        retriever._owns_engine = True
+        return retriever
+
+    def close(self) -> None:
+        """Close the engine when :meth:`from_graph` opened it."""
+        if self._owns_engine:
+            self.engine.close()
+            self._owns_engine = False
 
 
 def open_graph(path: str | Path) -> Engine:

@@ -15,13 +15,12 @@ the engine call on a worker thread.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, PrivateAttr
 
 from ..engine import Engine
-from .base import Op, hit_metadata, open_graph, search
+from .base import Op, OwnsEngine, hit_metadata, search
 
 try:
     from langchain_core.callbacks import (
@@ -37,7 +36,7 @@ except ImportError as exc:
     ) from exc
 
 
-class KgragRetriever(BaseRetriever):
+class KgragRetriever(OwnsEngine, BaseRetriever):
     """Documents from one kgrag search per query.
 
     ``op`` picks the search: ``retrieve`` (hybrid dense + BM25 by default),
@@ -52,24 +51,6 @@ class KgragRetriever(BaseRetriever):
     k: int = Field(5, ge=1, description="hits per query (per unit for local searches)")
     params: dict[str, Any] = Field(default_factory=dict, description="further engine params")
     _owns_engine: bool = PrivateAttr(default=False)
-
-    @classmethod
-    def from_graph(cls, path: str | Path, **fields: Any) -> KgragRetriever:
-        """A retriever over the graph folder ``path``, which :meth:`close` closes."""
-        engine = open_graph(path)
-        try:
-            retriever = cls(engine=engine, **fields)
-        except BaseException:
-            engine.close()
-            raise
-        retriever._owns_engine = True
-        return retriever
-
-    def close(self) -> None:
-        """Close the engine when :meth:`from_graph` opened it."""
-        if self._owns_engine:
-            self.engine.close()
-            self._owns_engine = False
 
     def _documents(self, query: str) -> list[Document]:
         hits = search(self.engine, query, op=self.op, k=self.k, params=self.params)

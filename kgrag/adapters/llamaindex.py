@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..engine import Engine
 from ..errors import InvalidParams
-from .base import check_op, hit_metadata, open_graph, search
+from .base import OwnsEngine, check_op, hit_metadata, search
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -39,7 +38,7 @@ except ImportError as exc:
 _HIDDEN = ["id", "score", "confidence", "unit", "level", "provenance", "meta"]
 
 
-class KgragRetriever(BaseRetriever):
+class KgragRetriever(OwnsEngine, BaseRetriever):
     """Nodes from one kgrag search per query.
 
     ``op`` picks the search: ``retrieve`` (hybrid dense + BM25 by default),
@@ -65,24 +64,6 @@ class KgragRetriever(BaseRetriever):
         self.params = dict(params or {})
         self._owns_engine = False
         super().__init__(callback_manager=callback_manager)
-
-    @classmethod
-    def from_graph(cls, path: str | Path, **options: Any) -> KgragRetriever:
-        """A retriever over the graph folder ``path``, which :meth:`close` closes."""
-        engine = open_graph(path)
-        try:
-            retriever = cls(engine, **options)
-        except BaseException:
-            engine.close()
-            raise
-        retriever._owns_engine = True
-        return retriever
-
-    def close(self) -> None:
-        """Close the engine when :meth:`from_graph` opened it."""
-        if self._owns_engine:
-            self.engine.close()
-            self._owns_engine = False
 
     def _nodes(self, query: str) -> list[NodeWithScore]:
         hits = search(self.engine, query, op=self.op, k=self.k, params=self.params)
