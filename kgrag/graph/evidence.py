@@ -261,11 +261,14 @@ def state_links(reader: GraphReader, explained: Mapping[str, Explanation]) -> No
         ex.path.remove(passage)
 
 
-def quote_edges(reader: GraphReader, explained: list[Explanation], qvec: np.ndarray | None) -> None:
-    """Give every edge of ``explained`` its ``quote`` (in place)."""
+def quote_edges(
+    reader: GraphReader, explained: list[Explanation], qvec: np.ndarray | None
+) -> dict[str, str]:
+    """Give every edge of ``explained`` its ``quote`` (in place); returns the texts of
+    the evidence passages it read (chunk id -> text), for a caller that shows them."""
     edges = [e for ex in explained for e in ex.edges if e.get("evidence") and "quote" not in e]
     if not edges:
-        return
+        return {}
     said = read_said(reader, [e["evidence"] for e in edges], qvec)
     title = _title_entities(reader, sorted(said.text))
     ends = sorted({x for e in edges for x in (e["src"], e["dst"]) if x.startswith("e:")})
@@ -278,6 +281,7 @@ def quote_edges(reader: GraphReader, explained: list[Explanation], qvec: np.ndar
         if s is not None:
             pair = (e["src"], e["dst"])
             e["quote"] = said.quote(s, tuple(shown[x] for x in pair if x in shown))
+    return said.text
 
 
 def _title_entities(reader: GraphReader, chunks: list[str]) -> dict[str, str]:

@@ -295,7 +295,11 @@ class GraphOps:
         if p.includeText:  # every edge's quote, in one read
             from ..graph.evidence import quote_edges
 
-            quote_edges(self.r.reader, [explained[c] for c, _ in found.passages], found.qvec)
+            texts = quote_edges(
+                self.r.reader, [explained[c] for c, _ in found.passages], found.qvec
+            )
+        else:
+            texts = {}
         hits: list[dict[str, Any]] = []
         if "chunk" in units:
             source = self.r.sources["chunk"]
@@ -315,7 +319,7 @@ class GraphOps:
         if "triplet" in units:
             hits.extend(self._triplet_hits(plan, found, k))
         if "path" in units:
-            hits.extend(self._path_hits(p, call, k))
+            hits.extend(self._path_hits(p, call, k, texts))
         return hits
 
     def _node_hits(self, plan: Any, call: LocalCall, k: int) -> list[dict[str, Any]]:
@@ -379,7 +383,10 @@ class GraphOps:
             hits.append(hit)
         return hits
 
-    def _path_hits(self, p: GraphParams, call: LocalCall, k: int) -> list[dict[str, Any]]:
+    def _path_hits(
+        self, p: GraphParams, call: LocalCall, k: int, texts: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Path hits; ``texts``: evidence passages' texts already read (by quoting)."""
         found, explained = call.found, call.explained
         hits: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -388,10 +395,11 @@ class GraphOps:
             from ..graph.evidence import quote_edges
 
             kept = [explained[c] for c, _ in found.passages]
-            quote_edges(self.r.reader, kept, found.qvec)
+            text = dict(texts or {}) | quote_edges(self.r.reader, kept, found.qvec)
             names = self._names([e for ex in kept for e in ex.edges])
             cited = sorted({e["evidence"] for ex in kept for e in ex.edges if e.get("evidence")})
-            text = {c.id: c.text for c in self.r.reader.chunks(cited)}
+            missing = [c for c in cited if c not in text]
+            text |= {c.id: c.text for c in self.r.reader.chunks(missing)}
         general = self._general([x for c, _ in found.passages for x in explained[c].nodes()])
         shown = names | {x: f"{names.get(x, x)} (general term)" for x in general}
         for cid, score in found.passages:
