@@ -14,20 +14,22 @@ Steps over the explanations :class:`kgrag.graph.paths.PathFinder` gives:
   passage that states it (a relation's or co-occurrence's: the one naming both
   ends; a mention's: the one naming the entity), the one closest to the query
   where several do, so a person can check the edge without opening the passage.
+
+All three read the passages through one :class:`Reading` a search: each passage's text,
+title entity, sentences and their similarity to the query once, in one query on a
+server-backed store (:meth:`kgrag.store.GraphReader.passage_texts`).
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from ..ids import sentence_id
-from ..store import GraphReader
+from ..store import GraphReader, PassageText
 from ..types import Sentence
 from .paths import STATED, Explanation
 
@@ -40,31 +42,64 @@ ENDING_MARGIN = 0.05
 _DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 
 
-@dataclass(frozen=True, slots=True)
-class _Said:
-    """The sentences of some passages, with their similarity to the query."""
+class Reading:
+    """What one search has read of its evidence passages: each passage's text, title
+    entity, sentences and their similarity to the query, read once
+    (:meth:`GraphReader.passage_texts`, one query on a server-backed store) whichever
+    step asks first, and the entities' similarity to the query."""
 
-    text: dict[str, str]  # chunk id -> text
-    sentences: dict[str, list[Sentence]]  # chunk id -> its sentences, in order
-    similarity: dict[tuple[str, int], float]  # (chunk id, index) -> cosine to the query
+    def __init__(self, reader: GraphReader, qvec: np.ndarray | None) -> None:
+        self.reader, self.qvec = reader, qvec
+        self.passages: dict[str, PassageText] = {}
+        self._absent: set[str] = set()
+        self._near: dict[str, float] = {}
+
+    def read(self, chunks: Iterable[str]) -> dict[str, str]:
+        """Read the passages of ``chunks`` not read yet; their texts (chunk id -> text)."""
+        wanted = set(chunks)
+        missing = sorted(wanted - self.passages.keys() - self._absent)
+        if missing:
+            got = self.reader.passage_texts(missing, self.qvec)
+            self.passages.update(got)
+            self._absent.update(c for c in missing if c not in got)
+        return {c: self.passages[c].text for c in sorted(wanted) if c in self.passages}
+
+    def title(self, chunk: str) -> str | None:
+        """The entity a read passage's title names."""
+        found = self.passages.get(chunk)
+        return found.title_entity if found is not None else None
+
+    def similarity(self, chunk: str, sentence: Sentence) -> float:
+        found = self.passages.get(chunk)
+        return found.similarity.get(sentence.index, 0.0) if found is not None else 0.0
 
     def best(self, chunk: str, names: tuple[str, ...] = ()) -> Sentence | None:
-        """The sentence of ``chunk`` naming every entity of ``names`` (else any one of
-        them, else any) that is closest to the query; earlier on ties."""
-        found = self.sentences.get(chunk, [])
+        """The sentence of read passage ``chunk`` naming every entity of ``names`` (else
+        any one of them, else any) that is closest to the query; earlier on ties."""
+        found = self.passages[chunk].sentences if chunk in self.passages else ()
         for need in (len(names), 1, 0) if names else (0,):
             pool = [s for s in found if sum(n in s.entity_ids for n in names) >= need]
             if pool:
-                return max(
-                    pool, key=lambda s: (self.similarity.get((chunk, s.index), 0.0), -s.index)
-                )
+                return max(pool, key=lambda s: (self.similarity(chunk, s), -s.index))
         return None
 
     def quote(self, sentence: Sentence, names: tuple[str, ...] = ()) -> str:
         """The sentence, whitespace collapsed; a long one cut to the part that names
         ``names`` (display names), :data:`QUOTE_CHARS` at most, " … " where cut."""
-        text = self.text[sentence.chunk_id][sentence.start : sentence.end].strip()
+        text = self.passages[sentence.chunk_id].text[sentence.start : sentence.end].strip()
         return excerpt(" ".join(text.split()), names)
+
+    def near(self, ids: list[str]) -> dict[str, float]:
+        """Each entity's cosine to the query (a tie-break between statements of one
+        sentence: "born in Warsaw in 1867" answers "which city" with Warsaw)."""
+        missing = sorted(set(ids) - self._near.keys())
+        if self.qvec is not None and missing and self.reader.size("entities"):
+            rows = self.reader.rows("entities", missing)
+            known = rows >= 0
+            sims = self.reader.similarity("entities", self.qvec, rows[known]).tolist()
+            kept = [i for i, k in zip(missing, known.tolist(), strict=True) if k]
+            self._near.update(zip(kept, sims, strict=True))
+        return {i: self._near[i] for i in ids if i in self._near}
 
 
 def excerpt(text: str, names: tuple[str, ...], limit: int = QUOTE_CHARS) -> str:
@@ -101,36 +136,15 @@ def _cut(text: str, start: int, end: int) -> str:
     return ("… " if start > 0 else "") + piece + (" …" if end < len(text) else "")
 
 
-def read_said(reader: GraphReader, chunks: list[str], qvec: np.ndarray | None) -> _Said:
-    """The text and sentences of ``chunks`` and each sentence's similarity to ``qvec``."""
-    chunks = sorted(set(chunks))
-    text = {c.id: c.text for c in reader.chunks(chunks)}
-    by_chunk: dict[str, list[Sentence]] = defaultdict(list)
-    for s in reader.sentences(chunks):
-        by_chunk[s.chunk_id].append(s)
-    for found in by_chunk.values():
-        found.sort(key=lambda s: s.index)
-    keys = [(c, s.index) for c, found in by_chunk.items() for s in found]
-    similarity: dict[tuple[str, int], float] = {}
-    if qvec is not None and keys and reader.size("sentences"):
-        rows = reader.rows("sentences", [sentence_id(c, i) for c, i in keys])
-        known = rows >= 0
-        if known.any():
-            sims = reader.similarity("sentences", qvec, rows[known])
-            kept = [key for key, ok in zip(keys, known.tolist(), strict=True) if ok]
-            similarity = dict(zip(kept, sims.tolist(), strict=True))
-    return _Said(text, dict(by_chunk), similarity)
-
-
 def state_endings(
-    reader: GraphReader,
+    reading: Reading,
     explained: Mapping[str, Explanation],
     mentioned: Mapping[str, np.ndarray],
-    qvec: np.ndarray | None,
 ) -> None:
     """End each path of ``explained`` (passage id -> explanation) whose last edge is
     "X mentioned in P" with the relation P states about X closest to the query,
     in place. ``mentioned``: the entity rows each passage mentions."""
+    reader = reading.reader
     ends = {
         cid: ex.edges[-1]["src"]
         for cid, ex in explained.items()
@@ -163,10 +177,9 @@ def state_endings(
             options[cid].append(rel)
     if not options:
         return
-    said = read_said(reader, list(options), qvec)
-    title = _title_entities(reader, list(options))
+    reading.read(options)
     others = sorted({r.dst if r.src == ends[c] else r.src for c, rs in options.items() for r in rs})
-    near = _entity_similarity(reader, others, qvec)
+    near = reading.near(others)
     for cid, rels in options.items():
         ex, eid = explained[cid], ends[cid]
         on_path = set(ex.path)
@@ -175,8 +188,8 @@ def state_endings(
             return str(rel.dst if rel.src == eid else rel.src)
 
         def closeness(ends: tuple[str, ...], cid: str = cid) -> float:
-            s = said.best(cid, tuple(n for n in ends if n != title.get(cid)))
-            return said.similarity.get((cid, s.index), 0.0) if s is not None else 0.0
+            s = reading.best(cid, tuple(n for n in ends if n != reading.title(cid)))
+            return reading.similarity(cid, s) if s is not None else 0.0
 
         rels = [r for r in rels if other(r) not in on_path]
         if not rels:
@@ -195,19 +208,6 @@ def state_endings(
             "relation": best.id,
         }
         ex.path.insert(len(ex.path) - 1, other(best))
-
-
-def _entity_similarity(
-    reader: GraphReader, ids: list[str], qvec: np.ndarray | None
-) -> dict[str, float]:
-    """Each entity's cosine to the query (a tie-break between statements of one
-    sentence: "born in Warsaw in 1867" answers "which city" with Warsaw)."""
-    if qvec is None or not ids or not reader.size("entities"):
-        return {}
-    rows = reader.rows("entities", ids)
-    known = rows >= 0
-    sims = reader.similarity("entities", qvec, rows[known]).tolist()
-    return dict(zip([i for i, k in zip(ids, known.tolist(), strict=True) if k], sims, strict=True))
 
 
 def state_links(reader: GraphReader, explained: Mapping[str, Explanation]) -> None:
@@ -261,34 +261,22 @@ def state_links(reader: GraphReader, explained: Mapping[str, Explanation]) -> No
         ex.path.remove(passage)
 
 
-def quote_edges(
-    reader: GraphReader, explained: list[Explanation], qvec: np.ndarray | None
-) -> dict[str, str]:
+def quote_edges(reading: Reading, explained: list[Explanation]) -> dict[str, str]:
     """Give every edge of ``explained`` its ``quote`` (in place); returns the texts of
-    the evidence passages it read (chunk id -> text), for a caller that shows them."""
+    the evidence passages (chunk id -> text), for a caller that shows them."""
     edges = [e for ex in explained for e in ex.edges if e.get("evidence") and "quote" not in e]
     if not edges:
         return {}
-    said = read_said(reader, [e["evidence"] for e in edges], qvec)
-    title = _title_entities(reader, sorted(said.text))
+    texts = reading.read(e["evidence"] for e in edges)
     ends = sorted({x for e in edges for x in (e["src"], e["dst"]) if x.startswith("e:")})
-    shown = {x.id: x.name for x in reader.entities(ends)}
+    shown = {x.id: x.name for x in reading.reader.entities(ends)}
     for e in edges:
         names = (e["src"],) if e["kind"] == "mention" else (e["src"], e["dst"])
         # a passage's own title is often a pronoun ("She was born in Warsaw")
-        names = tuple(n for n in names if n.startswith("e:") and n != title.get(e["evidence"]))
-        s = said.best(e["evidence"], names)
+        title = reading.title(e["evidence"])
+        names = tuple(n for n in names if n.startswith("e:") and n != title)
+        s = reading.best(e["evidence"], names)
         if s is not None:
             pair = (e["src"], e["dst"])
-            e["quote"] = said.quote(s, tuple(shown[x] for x in pair if x in shown))
-    return said.text
-
-
-def _title_entities(reader: GraphReader, chunks: list[str]) -> dict[str, str]:
-    """The entity each chunk's title names (where it has one)."""
-    found = reader.rows("chunks", chunks)
-    chunks = [c for c, r in zip(chunks, found.tolist(), strict=True) if r >= 0]
-    rows = reader.title_entity(found[found >= 0])
-    known = [(c, int(r)) for c, r in zip(chunks, rows.tolist(), strict=True) if r >= 0]
-    ids = reader.ids("entities", [r for _, r in known])
-    return {c: eid for (c, _), eid in zip(known, ids, strict=True)}
+            e["quote"] = reading.quote(s, tuple(shown[x] for x in pair if x in shown))
+    return texts

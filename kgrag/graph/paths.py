@@ -93,13 +93,18 @@ class PathFinder:
         via: dict[str, str],
         distances: tuple[dict[int, float], dict[int, int]] | None = None,
         qvec: np.ndarray | None = None,
+        reading: Any = None,
     ) -> dict[str, Explanation]:
         """The explanation of each passage (seeds best first; ``distances`` as
         :meth:`distances` returns them for these seeds and passages, computed when None).
         A path ends with what its passage states about the path's last entity, the
-        statement closest to the query ``qvec`` (:func:`kgrag.graph.evidence.state_endings`)."""
-        from .evidence import state_endings, state_links
+        statement closest to the query ``qvec`` (:func:`kgrag.graph.evidence.state_endings`);
+        ``reading``: the search's :class:`kgrag.graph.evidence.Reading` of its passages
+        (a new one for ``qvec`` when None), which quoting reads on from."""
+        from .evidence import Reading, state_endings, state_links
 
+        if reading is None:
+            reading = Reading(self.reader, qvec)
         if distances is None:
             distances = self.distances(seeds, passages=passages, via=via)
         dist, pred = distances
@@ -115,7 +120,7 @@ class PathFinder:
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
         state_links(self.reader, out)
-        state_endings(self.reader, out, mentioned, qvec)
+        state_endings(reading, out, mentioned)
         return out
 
     def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:

@@ -43,6 +43,7 @@ class LocalCall:
     found: Any  # kgrag.graph.local.LocalResult
     explained: dict[str, Any]  # chunk id -> kgrag.graph.paths.Explanation
     seeds: list[str]  # seed entities, best first
+    reading: Any  # kgrag.graph.evidence.Reading: what the search read of its passages
 
 
 class GraphParams(BaseModel):
@@ -267,8 +268,13 @@ class GraphOps:
         found = self._part("local").search(query, k)
         seeds = path_sources(found)
         passages = [c for c, _ in found.passages]
-        explained = self._part("paths").explain(seeds, passages, found.via, qvec=found.qvec)
-        return LocalCall(found, explained, seeds)
+        from ..graph.evidence import Reading
+
+        reading = Reading(self.r.reader, found.qvec)
+        explained = self._part("paths").explain(
+            seeds, passages, found.via, qvec=found.qvec, reading=reading
+        )
+        return LocalCall(found, explained, seeds, reading)
 
     def _plan(self, p: GraphParams, k: int) -> Any:
         return self.r._plan(
@@ -292,14 +298,10 @@ class GraphOps:
     ) -> list[dict[str, Any]]:
         plan = self._plan(p, k)
         found, explained = call.found, call.explained
-        if p.includeText:  # every edge's quote, in one read
+        if p.includeText:  # every edge's quote, from one read of the passages
             from ..graph.evidence import quote_edges
 
-            texts = quote_edges(
-                self.r.reader, [explained[c] for c, _ in found.passages], found.qvec
-            )
-        else:
-            texts = {}
+            quote_edges(call.reading, [explained[c] for c, _ in found.passages])
         hits: list[dict[str, Any]] = []
         if "chunk" in units:
             source = self.r.sources["chunk"]
@@ -319,7 +321,7 @@ class GraphOps:
         if "triplet" in units:
             hits.extend(self._triplet_hits(plan, found, k))
         if "path" in units:
-            hits.extend(self._path_hits(p, call, k, texts))
+            hits.extend(self._path_hits(p, call, k))
         return hits
 
     def _node_hits(self, plan: Any, call: LocalCall, k: int) -> list[dict[str, Any]]:
@@ -383,10 +385,8 @@ class GraphOps:
             hits.append(hit)
         return hits
 
-    def _path_hits(
-        self, p: GraphParams, call: LocalCall, k: int, texts: Mapping[str, str] | None = None
-    ) -> list[dict[str, Any]]:
-        """Path hits; ``texts``: evidence passages' texts already read (by quoting)."""
+    def _path_hits(self, p: GraphParams, call: LocalCall, k: int) -> list[dict[str, Any]]:
+        """Path hits (their evidence texts from the search's reading of its passages)."""
         found, explained = call.found, call.explained
         hits: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -395,11 +395,11 @@ class GraphOps:
             from ..graph.evidence import quote_edges
 
             kept = [explained[c] for c, _ in found.passages]
-            text = dict(texts or {}) | quote_edges(self.r.reader, kept, found.qvec)
+            quote_edges(call.reading, kept)
             names = self._names([e for ex in kept for e in ex.edges])
-            cited = sorted({e["evidence"] for ex in kept for e in ex.edges if e.get("evidence")})
-            missing = [c for c in cited if c not in text]
-            text |= {c.id: c.text for c in self.r.reader.chunks(missing)}
+            text = call.reading.read(
+                e["evidence"] for ex in kept for e in ex.edges if e.get("evidence")
+            )
         general = self._general([x for c, _ in found.passages for x in explained[c].nodes()])
         shown = names | {x: f"{names.get(x, x)} (general term)" for x in general}
         for cid, score in found.passages:

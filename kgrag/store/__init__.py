@@ -13,6 +13,7 @@ from .base import (
     GraphReader,
     GraphStore,
     GraphWriter,
+    PassageText,
 )
 from .derive import ANN_MIN_ROWS
 from .sqlite import SQLiteGraphStore
@@ -67,6 +68,7 @@ __all__ = [
     "GraphReader",
     "GraphStore",
     "GraphWriter",
+    "PassageText",
     "SQLiteGraphStore",
     "open_store",
 ]

@@ -51,6 +51,17 @@ VECTOR_KINDS = ("chunks", "sentences", "entities", "facts", "communities", "tree
 GRAPHS = ("walk", "relations", "mentions", "links")
 
 
+@dataclass(frozen=True, slots=True)
+class PassageText:
+    """What one passage says, as the quoting of provenance paths reads it
+    (:meth:`GraphReader.passage_texts`)."""
+
+    text: str
+    title_entity: str | None  # the entity the passage's title names
+    sentences: tuple[Sentence, ...]  # in order
+    similarity: dict[int, float]  # sentence index -> cosine to the query (with a vector)
+
+
 def nearest_request(
     size: int, queries: np.ndarray, k: int, among: np.ndarray | None
 ) -> tuple[np.ndarray, int, np.ndarray | None]:
@@ -258,6 +269,46 @@ class GraphReader(ABC):
     @abstractmethod
     def title_entity(self, rows: np.ndarray) -> np.ndarray:
         """The entity row that each chunk row's document title names (-1 none)."""
+
+    def passage_texts(
+        self, chunk_ids: Sequence[str], query: np.ndarray | None = None
+    ) -> dict[str, PassageText]:
+        """Each known chunk's text, title entity, sentences and their cosine to
+        ``query`` (none when None), read together: what quoting a path's edges needs. A
+        server-backed store answers it with one query."""
+        from ..ids import sentence_id
+
+        ids = sorted(set(chunk_ids))
+        text = {c.id: c.text for c in self.chunks(ids)}
+        ids = [c for c in ids if c in text]
+        by_chunk: dict[str, list[Sentence]] = {c: [] for c in ids}
+        for s in self.sentences(ids):
+            by_chunk[s.chunk_id].append(s)
+        keys = []
+        for found in by_chunk.values():
+            found.sort(key=lambda s: s.index)
+            keys += [(s.chunk_id, s.index) for s in found]
+        similarity: dict[str, dict[int, float]] = {c: {} for c in ids}
+        if query is not None and keys and self.size("sentences"):
+            rows = self.rows("sentences", [sentence_id(c, i) for c, i in keys])
+            known = rows >= 0
+            if known.any():
+                sims = self.similarity("sentences", query, rows[known]).tolist()
+                kept = [key for key, ok in zip(keys, known.tolist(), strict=True) if ok]
+                for (c, i), sim in zip(kept, sims, strict=True):
+                    similarity[c][i] = sim
+        titles: dict[str, str] = {}
+        chunk_rows = self.rows("chunks", ids)
+        with_row = [(c, int(r)) for c, r in zip(ids, chunk_rows.tolist(), strict=True) if r >= 0]
+        if with_row:
+            named = self.title_entity(np.array([r for _, r in with_row], dtype=np.int64))
+            known_t = [(c, int(e)) for (c, _), e in zip(with_row, named.tolist(), strict=True)]
+            known_t = [(c, e) for c, e in known_t if e >= 0]
+            eids = self.ids("entities", [e for _, e in known_t])
+            titles = {c: eid for (c, _), eid in zip(known_t, eids, strict=True)}
+        return {
+            c: PassageText(text[c], titles.get(c), tuple(by_chunk[c]), similarity[c]) for c in ids
+        }
 
     def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
         """Entity rows by name key (:meth:`lookup` of ``entities``)."""

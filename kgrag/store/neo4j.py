@@ -86,6 +86,7 @@ from .base import (
     GraphReader,
     GraphStore,
     GraphWriter,
+    PassageText,
     exact_scores,
     nearest_request,
     top_rows,
@@ -1451,6 +1452,44 @@ class Neo4jGraphReader(GraphReader):
             build=self._build,
         )
         return np.frombuffer(bytes(found[0][0]), dtype="<f4").astype(np.float32)
+
+    def passage_texts(
+        self, chunk_ids: Sequence[str], query: np.ndarray | None = None
+    ) -> dict[str, PassageText]:
+        ids = sorted(set(chunk_ids))
+        if not ids:
+            return {}
+        c, e, s = self.L["chunks"], self.L["entities"], self.L["sentences"]
+        # one query: each chunk's text and title entity, and its sentences with the
+        # vectors of those that have one (scored here, as :meth:`similarity` scores rows)
+        found = self._q(
+            f"UNWIND $ids AS k MATCH (c:`{c}` {{id: k}}) "
+            f"OPTIONAL MATCH (t:`{e}` {{row: c.title_entity}}) WHERE c.title_entity >= 0 "
+            f"WITH k, c, t OPTIONAL MATCH (s:`{s}` {{chunk_id: k}}) "
+            "RETURN k, c.text, t.id, collect([s.rec, CASE WHEN s.row >= 0 AND $scored "
+            "THEN s.vec END])",
+            ids=ids,
+            scored=query is not None and self.size("sentences") > 0,
+        )
+        read = {k: (text, title, pairs) for k, text, title, pairs in found}
+        out: dict[str, PassageText] = {}
+        keys: list[tuple[str, int]] = []
+        vecs: list[Any] = []
+        for k in (k for k in ids if k in read):  # scored in the order the folder scores
+            text, title, pairs = read[k]
+            said = sorted(
+                ((schema.sentence(json.loads(rec)), v) for rec, v in pairs if rec is not None),
+                key=lambda x: x[0].index,
+            )
+            keys += [(k, x.index) for x, v in said if v is not None]
+            vecs += [v for _, v in said if v is not None]
+            out[k] = PassageText(text, title, tuple(x for x, _ in said), {})
+        if keys and query is not None:
+            q = np.asarray(query, dtype=np.float32)
+            sims = (np.array(vecs, dtype=np.float32).reshape(len(vecs), -1) @ q).tolist()
+            for (k, i), sim in zip(keys, sims, strict=True):
+                out[k].similarity[i] = sim
+        return out
 
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
         return self._chunk_prop("vertex", rows)

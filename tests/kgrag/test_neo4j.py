@@ -116,6 +116,39 @@ def test_the_query_side_answers_the_same(both):
             b.server_push = True
 
 
+def test_passage_texts_are_the_same_and_one_query(both):
+    a, b = both
+    chunks = [c.id for c in a.chunks()]
+    wanted = [*chunks[:6], *chunks[-3:], "c:no-such-passage"]
+    q = np.asarray(a.matrix("chunks")[2], dtype=np.float32)
+    titled = 0
+    b.size("sentences")  # counted once a version, then known
+    for query in (q, None):
+        x = a.passage_texts(wanted, query)
+        asked: list[str] = []
+        run = b.store.run
+
+        def counted(cypher: str, asked: list[str] = asked, run=run, **kw):
+            asked.append(cypher)
+            return run(cypher, **kw)
+
+        b.store.run = counted
+        try:
+            y = b.passage_texts(wanted, query)
+        finally:
+            b.store.run = run
+        assert len(asked) == 1
+        assert sorted(x) == sorted(y) == sorted(wanted[:-1])
+        for cid in x:
+            assert x[cid] == y[cid], cid
+            assert x[cid].text == a.chunks([cid])[0].text
+            assert x[cid].sentences == tuple(a.sentences([cid]))
+            assert bool(x[cid].similarity) == (query is not None)
+            titled += x[cid].title_entity is not None
+    assert titled  # the science graph's passages name their titles
+    assert a.passage_texts([], q) == b.passage_texts([], q) == {}
+
+
 def test_the_push_and_the_dense_scan_run_in_the_database(both):
     """kgrag.push gives the client's mass to the bit, cold and from its cache, and the
     client's own push (a server without the procedure) gives it too; kgrag.similarity
