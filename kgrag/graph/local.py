@@ -378,20 +378,37 @@ class LocalSearch:
         def add(eid: str, weight: float) -> None:
             seeds[eid] = max(seeds.get(eid, 0.0), weight)
 
-        facts = r.nearest("facts", qvec, s.top_facts)[0] if s.top_facts > 0 else []
-        relations = {x.id: x for x in r.relations(r.ids("facts", [row for row, _ in facts]))}
-        for fid, (_, sim) in zip(r.ids("facts", [row for row, _ in facts]), facts, strict=True):
+        def nearest_facts() -> tuple[list[tuple[int, float]], list[str], dict[str, Any]]:
+            facts = r.nearest("facts", qvec, s.top_facts)[0] if s.top_facts > 0 else []
+            fids = r.ids("facts", [row for row, _ in facts])
+            return facts, fids, {x.id: x for x in r.relations(fids)}
+
+        # the three nearest-neighbour reads start together (overlapping on a server)
+        fact_read = _soon(r, nearest_facts)
+        entities = self.n_entities > 0
+        top_read = (
+            _soon(r, r.nearest, "entities", qvec, s.top_entities)
+            if entities and s.top_entities > 0
+            else None
+        )
+        span_read = (
+            _soon(r, r.nearest, "entities", np.asarray(span_vecs), 1)
+            if entities and len(span_vecs)
+            else None
+        )
+        facts, fids, relations = fact_read.result()
+        for fid, (_, sim) in zip(fids, facts, strict=True):
             rel = relations[fid]
             add(rel.src, sim)
             add(rel.dst, sim)
-        if self.n_entities:
+        if entities:
             linked: list[tuple[int, float]] = []
-            if s.top_entities > 0:
-                linked += r.nearest("entities", qvec, s.top_entities)[0]
+            if top_read is not None:
+                linked += top_read.result()[0]
             linked += [(row, s.span_boost) for row in known]
             named_rows = list(known)
-            if len(span_vecs):
-                for found in r.nearest("entities", np.asarray(span_vecs), 1):
+            if span_read is not None:
+                for found in span_read.result():
                     linked += [(row, sim * s.span_boost) for row, sim in found]
                     named_rows += [row for row, sim in found if sim >= s.named_similarity]
             linked_ids = r.ids("entities", [row for row, _ in linked])
