@@ -33,7 +33,6 @@ CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT, uri TEXT, meta TEXT, te
 CREATE TABLE chunks (rid INTEGER PRIMARY KEY, id TEXT UNIQUE, doc_id TEXT, idx INTEGER,
                      text TEXT, context TEXT, tokens INTEGER, start INTEGER, "end" INTEGER,
                      meta TEXT);
-CREATE INDEX chunks_doc ON chunks(doc_id, idx);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, context, content='chunks', content_rowid='rid',
                                            tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER,
@@ -41,24 +40,30 @@ CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER
 CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT) WITHOUT ROWID;
 CREATE TABLE mentions (entity_id TEXT, chunk_id TEXT, count INTEGER,
                        PRIMARY KEY (entity_id, chunk_id)) WITHOUT ROWID;
-CREATE INDEX mentions_chunk ON mentions(chunk_id);
 CREATE TABLE relations (id TEXT PRIMARY KEY, src TEXT, predicate TEXT, dst TEXT, weight REAL,
                         kind TEXT, evidence TEXT) WITHOUT ROWID;
-CREATE INDEX relations_src ON relations(src);
-CREATE INDEX relations_dst ON relations(dst);
 CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
 CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children TEXT,
                           members TEXT, report TEXT, rating REAL, leaves TEXT);
-CREATE INDEX communities_level ON communities(level);
 CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
                          leaves TEXT);
-CREATE INDEX tree_nodes_level ON tree_nodes(level);
 CREATE VIRTUAL TABLE communities_fts USING fts5(report, content='communities',
                                                 content_rowid='rowid',
                                                 tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE tree_nodes_fts USING fts5(summary, content='tree_nodes', content_rowid='rowid',
                                                tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row)) WITHOUT ROWID;
+"""
+
+#: secondary indexes, made when a version is committed: sorting the finished tables
+#: once is faster than keeping the indexes sorted under every insert
+INDEXES = """
+CREATE INDEX chunks_doc ON chunks(doc_id, idx);
+CREATE INDEX mentions_chunk ON mentions(chunk_id);
+CREATE INDEX relations_src ON relations(src);
+CREATE INDEX relations_dst ON relations(dst);
+CREATE INDEX communities_level ON communities(level);
+CREATE INDEX tree_nodes_level ON tree_nodes(level);
 """
 
 

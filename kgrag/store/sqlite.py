@@ -59,6 +59,7 @@ from .mapped import ServingFiles
 MANIFEST = "manifest.json"
 FORMAT = "kgrag-graph"
 _BATCH = 900  # stays under SQLite's bound-parameter limit
+_CACHE_KIB = 256 << 10  # the writer's page cache: inserts by hashed id land all over a table
 
 
 def _fsync(path: Path) -> None:
@@ -226,8 +227,12 @@ class SQLiteGraphWriter(GraphWriter):
         self.folder = store.root / "versions" / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         (self.folder / "vectors").mkdir(parents=True)
         self.db = sqlite3.connect(self.folder / "graph.sqlite")
-        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + schema.DDL)
+        self.db.executescript(
+            f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{_CACHE_KIB};"
+            + schema.DDL
+        )
         self._done = False
+        self._filled: list[np.memmap] = []
 
     def add(self, kind: str, records: Iterable[Any]) -> None:
         if kind not in RECORD_KINDS:
@@ -250,7 +255,27 @@ class SQLiteGraphWriter(GraphWriter):
             "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
         )
 
+    def vectors_to_fill(self, kind: str, ids: Sequence[str], dim: int) -> np.ndarray:
+        """The vectors of one kind as a zeroed float32 file mapped for writing, shape
+        ``(len(ids), dim)``, row i for ids[i]: for a matrix too large to hold in memory
+        (the caller fills it in blocks; it is flushed by :meth:`commit`). It takes the
+        place of :meth:`add_vectors` for the kind."""
+        if kind not in VECTOR_KINDS:
+            raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+        path = self.folder / "vectors" / f"{kind}.npy"
+        matrix = np.lib.format.open_memmap(path, "w+", np.float32, (len(ids), dim))
+        self._filled.append(matrix)
+        self.db.execute("DELETE FROM vector_ids WHERE kind = ?", (kind,))
+        self.db.executemany(
+            "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
+        )
+        return matrix
+
     def commit(self, meta: dict[str, Any]) -> str:
+        for matrix in self._filled:
+            matrix.flush()
+        self._filled.clear()
+        self.db.executescript(schema.INDEXES)
         for fts, _, _ in schema.FTS.values():
             self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
         self.db.commit()
@@ -275,6 +300,7 @@ class SQLiteGraphWriter(GraphWriter):
     def abort(self) -> None:
         if self._done:
             return
+        self._filled.clear()
         with contextlib.suppress(sqlite3.Error):
             self.db.close()
         shutil.rmtree(self.folder, ignore_errors=True)

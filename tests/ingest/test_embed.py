@@ -103,3 +103,80 @@ def test_sentence_vectors_are_read_off_their_chunks(science_reader, encoder):
     chunk_ids, chunk_matrix = science_reader.vectors("chunks")
     texts = [embed.chunk_text(chunks[c]) for c in chunk_ids]
     assert np.allclose(chunk_matrix, encoder.encode(texts), atol=1e-5)
+
+
+def _community(entities: tuple[str, ...], relations: tuple[str, ...]):
+    from kgrag.types import Community, CommunityReport
+
+    title = ", ".join(entities[:3])
+    report = CommunityReport(title, entities, relations, ())
+    return Community("m:1", 0, None, (), (), report, 1.0, ())
+
+
+def test_report_parts_follow_the_report_text():
+    c = _community(
+        ("Ann", "Bo", "Cy", "Di"),
+        ("Ann -be born in-> Bo", "Cy -co-occurs with-> Di", "odd text", "Di -x-> Ann"),
+    )
+    parts = embed.report_parts(c)
+    names = ["Ann", "Bo", "Cy"] + ["Ann", "Bo", "Cy", "Di"]
+    assert parts == names + ["Ann", "be born in", "Bo", "Cy", "co-occurs with", "Di", "odd text"]
+    # every piece is in the text the report is encoded as, in the same order
+    text, at = embed.report_text(c), 0
+    for p in parts:
+        at = text.index(p, at)
+
+
+def test_composed_reports_weigh_names_and_pieces_by_their_tokens():
+    ids = ["e:a", "e:b"]
+    matrix = np.eye(4, dtype=np.float32)[:2]
+    names = {"e:a": "Ann Lee", "e:b": "Bo"}
+    asked: list[list[str]] = []
+
+    def encode(texts):  # pieces that are not names -> x2
+        asked.append(list(texts))
+        return np.tile(np.eye(4, dtype=np.float32)[2], (len(texts), 1))
+
+    def tokens(texts):
+        return np.array([len(t.split()) for t in texts], dtype=np.float32)
+
+    c = _community(("Ann Lee", "Bo"), ("Ann Lee -be born in-> Bo",))
+    out = embed.compose_reports(encode, tokens, [c], names, (ids, matrix))
+    # title (Ann Lee, Bo) + key entities (Ann Lee, Bo) + relation (Ann Lee, be born in, Bo)
+    want = np.array([3 * 2.0, 3 * 1.0, 3.0, 0.0])
+    assert np.allclose(out[0], want / np.linalg.norm(want), atol=1e-6)
+    assert asked == [["be born in"]]  # names are not encoded again
+    assert embed.compose_reports(encode, tokens, [], names, (ids, matrix)).shape == (0, 4)
+
+
+def test_composed_reports_setting_after_an_add(tmp_path: Path, encoder):
+    """With ``embed.reports = "compose"`` a build and an add store, for every community,
+    the composition of its current report from the stored entity vectors."""
+    from ingest import ingest_paths
+    from kgrag.store import open_store
+    from tests.conftest import SCIENCE, small_config
+
+    base = small_config()
+    config = base.model_copy(update={"embed": base.embed.model_copy(update={"reports": "compose"})})
+    graph = tmp_path / "g"
+    assert ingest_paths([SCIENCE], graph, config).changed
+    extra = tmp_path / "extra.json"
+    extra.write_text(
+        '[{"title": "Zorblax", "text": "Zorblax is a moon of Jupiter found by Ada Quill."}]'
+    )
+    assert ingest_paths([SCIENCE, extra], graph, config).changed
+    with open_store(graph).reader() as reader:
+        ids, matrix = reader.vectors("communities")
+        by_id = {c.id: c for c in reader.communities()}
+        entity_ids, entity_matrix = reader.vectors("entities")
+        names = {e.id: e.name for e in reader.entities()}
+        assert any("Zorblax" in by_id[i].report.key_entities for i in ids)
+        want = embed.compose_reports(
+            encoder.encode,
+            encoder.token_counts,
+            [by_id[i] for i in ids],
+            names,
+            (entity_ids, np.asarray(entity_matrix)),
+        )
+    assert len(ids) == len(by_id)
+    assert np.allclose(np.asarray(matrix), want, atol=1e-5)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 
 import numpy as np
 import pytest
 
-from kgrag.errors import StoreError, VersionGone
+from kgrag.errors import InvalidParams, StoreError, VersionGone
 from kgrag.store import SQLiteGraphStore
 from kgrag.types import (
     Chunk,
@@ -281,3 +282,29 @@ def test_graph_adjacency_names_and_stats(store):
     assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []
     with pytest.raises(Exception, match="unknown graph"):
         r.adjacency("roads", np.array([0]))
+
+
+def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
+    """The folder writer's ``vectors_to_fill``: a matrix written in blocks into the
+    version's own file reads back as ``add_vectors`` would have stored it, and the
+    secondary indexes made at commit answer the queries that use them."""
+    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    matrix = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
+    with store.writer() as w:
+        for kind, batch in _records().items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+        out = w.vectors_to_fill("sentences", [f"c:1#{i}" for i in range(5)], 4)
+        out[:3], out[3:] = matrix[:3], matrix[3:]
+        with pytest.raises(InvalidParams, match="unknown vector kind"):
+            w.vectors_to_fill("nope", ["x"], 4)
+        w.commit({"dim": 4})
+    with store.reader() as r:
+        ids, stored = r.vectors("sentences")
+        assert ids == [f"c:1#{i}" for i in range(5)]
+        assert np.array_equal(np.asarray(stored), matrix)
+        assert [x.id for x in r.relations(touching=["e:d"])] == ["r:1"]
+        db = sqlite3.connect(r.folder / "graph.sqlite")
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        db.close()
+    assert {"relations_src", "relations_dst", "mentions_chunk", "chunks_doc"} <= names
