@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgrag.encoders.base import normalise
 from kgrag.ids import sentence_id
@@ -132,73 +131,6 @@ def report_text(community: Community, relations: int = 3) -> str:
 
 def embed_communities(encode: Encode, communities: Sequence[Community]) -> np.ndarray:
     return encode([report_text(c) for c in communities])
-
-
-def report_parts(community: Community, relations: int = 3) -> list[str]:
-    """The pieces :func:`report_text` is made of, in order: the title's names, the key
-    entities, and each shown relation's subject, predicate and object (a relation whose
-    rendering does not split so stays one piece). Joining punctuation is left out."""
-    r = community.report
-    parts = list(r.key_entities[:3]) if r.title else []  # the title: the first three
-    parts += r.key_entities
-    for rendered in r.key_relations[:relations]:
-        head, arrow, obj = rendered.rpartition("-> ")
-        subj, dash, pred = head.rpartition(" -")
-        parts += [subj, pred, obj] if arrow and dash and subj and obj else [rendered]
-    return parts
-
-
-def compose_reports(
-    encode: Encode,
-    tokens: Callable[[list[str]], np.ndarray],
-    communities: Sequence[Community],
-    names: Mapping[str, str],
-    entity_vectors: tuple[Sequence[str], np.ndarray],
-) -> np.ndarray:
-    """Report vectors from parts already embedded, as :func:`compose_facts` makes fact
-    vectors: the token-weighted sum of the vectors of a report's pieces
-    (:func:`report_parts`), scaled to unit length. A name is an entity's name, whose
-    vector the resolve stage encoded; the other pieces (predicates, mostly) are encoded
-    once each. On 2Wiki this turns 25k reports (~74 tokens each, three times the
-    tokens of the chunks) into ~6k short model calls; ``embed.reports = "encode"``
-    encodes each report instead."""
-    ids, matrix = entity_vectors
-    dim = matrix.shape[1] if matrix.ndim == 2 else 0
-    if not communities:
-        return np.zeros((0, dim), np.float32)
-    known: dict[str, int] = {}
-    for i, e in enumerate(ids):
-        known.setdefault(names[e], i)
-    pieces = [report_parts(c) for c in communities]
-    distinct = sorted({p for ps in pieces for p in ps})
-    at = {p: i for i, p in enumerate(distinct)}
-    other = [p for p in distinct if p not in known]
-    vectors = np.zeros((len(distinct), dim), np.float32)
-    if other:
-        vectors[[at[p] for p in other]] = encode(other)
-    named = [p for p in distinct if p in known]
-    vectors[[at[p] for p in named]] = matrix[[known[p] for p in named]]
-    vectors *= tokens(distinct).astype(np.float32)[:, None]
-    rows = np.repeat(np.arange(len(pieces)), [len(ps) for ps in pieces])
-    cols = np.array([at[p] for ps in pieces for p in ps], dtype=np.int64)
-    counts = sp.csr_matrix(
-        (np.ones(len(cols), np.float32), (rows, cols)), shape=(len(pieces), len(distinct))
-    )  # a piece twice in a report (a title name) counts twice
-    return normalise(np.asarray(counts @ vectors))
-
-
-def report_vectors(
-    mode: str,
-    encode: Encode,
-    tokens: Callable[[list[str]], np.ndarray],
-    communities: Sequence[Community],
-    names: Mapping[str, str],
-    entity_vectors: tuple[Sequence[str], np.ndarray],
-) -> np.ndarray:
-    """Report vectors as the config's ``embed.reports`` asks: "compose" or "encode"."""
-    if mode == "encode":
-        return embed_communities(encode, communities)
-    return compose_reports(encode, tokens, communities, names, entity_vectors)
 
 
 def embed_tree(encode: Encode, nodes: Sequence[TreeNode]) -> np.ndarray:

@@ -194,16 +194,7 @@ def merge(
                 c.embed.facts, encode, tokens, fs, names, ([e.id for e in ents], ent_matrix)
             ),
         ),
-        "communities": (
-            _reuse_reports(kept, communities, encode)
-            if c.embed.reports == "encode"
-            else (
-                [m.id for m in communities],
-                embed.compose_reports(
-                    encode, tokens, communities, names, ([e.id for e in ents], ent_matrix)
-                ),
-            )
-        ),
+        "communities": _reuse_reports(kept, communities, encode),
         "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda ts: encode([t.summary for t in ts])),
     }
     return records, vectors

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from kgrag.config import Config
 from kgrag.encoders import Encoder, load_encoder
 from kgrag.store import GraphStore, open_store
@@ -83,16 +81,10 @@ def build(
 
 
 def _same_settings(stored: dict[str, Any], config: Config) -> bool:
-    """Whether a graph built with ``stored`` settings can grow under ``config``. A
-    setting added since the graph was built reads as its default (a new setting's
-    default keeps the behaviour from before it existed)."""
+    """Whether a graph built with ``stored`` settings can grow under ``config``."""
     skip = {"retrieval", "store"}
     mine = config.model_dump(mode="json", exclude=skip)
-    try:
-        built = Config.model_validate({k: v for k, v in stored.items() if k not in skip})
-    except ValidationError:
-        return False
-    return built.model_dump(mode="json", exclude=skip) == mine
+    return {k: v for k, v in stored.items() if k not in skip} == mine
 
 
 def _incremental(
@@ -159,17 +151,7 @@ def _run_stages(
             c.embed.facts, quiet, encoder.token_counts, facts, names, entity_vectors
         )
         tick(len(facts))
-        composed = c.embed.reports == "compose"  # then the bar counts reports, not pieces
-        community_vecs = embed.report_vectors(
-            c.embed.reports,
-            quiet if composed else encode,
-            encoder.token_counts,
-            communities,
-            names,
-            entity_vectors,
-        )
-        if composed:
-            tick(len(communities))
+        community_vecs = embed.embed_communities(encode, communities)
     with stages.stage("raptor") as tick:
         tree = run_tree(chunks, chunk_vecs, c)
         tree_vecs = embed.embed_tree(batched(encoder, tick), tree)

@@ -94,12 +94,6 @@ class EmbedConfig(_Section):
         "predicate and object (one model call per distinct predicate); 'encode' runs the "
         "model on every fact.",
     )
-    reports: Literal["compose", "encode"] = Field(
-        "encode",
-        description="Community report vectors: 'compose' sums the token-weighted vectors of "
-        "the report's names (the entities' vectors) and predicates (one model call per "
-        "distinct piece); 'encode' runs the model on every report.",
-    )
 
 
 class RetrievalConfig(_Section):

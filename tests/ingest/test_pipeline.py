@@ -134,20 +134,3 @@ def test_same_input_builds_the_same_graph(science_graph: Path, tmp_path: Path):
     report = build(list(reversed(documents)), tmp_path / "again", small_config())
     assert report.changed
     assert _dump(tmp_path / "again") == _dump(science_graph)
-
-
-def test_a_setting_added_after_a_build_reads_as_its_default():
-    """A graph built before a setting existed grows incrementally when the setting is at
-    its default, and is rebuilt when it is not, or when its settings do not parse."""
-    from ingest.pipeline import _same_settings
-
-    config = small_config()
-    stored = config.model_dump(mode="json")
-    older = {**stored, "embed": {k: v for k, v in stored["embed"].items() if k != "reports"}}
-    assert _same_settings(stored, config)
-    assert _same_settings(older, config)
-    composed = config.model_copy(
-        update={"embed": config.embed.model_copy(update={"reports": "compose"})}
-    )
-    assert not _same_settings(older, composed)
-    assert not _same_settings({**stored, "embed": {"unknown": 1}}, config)
