@@ -249,11 +249,10 @@ class SQLiteGraphWriter(GraphWriter):
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(ids):
             raise StoreError(f"{kind}: {len(ids)} ids but a matrix of shape {matrix.shape}")
-        np.save(self.folder / "vectors" / f"{kind}.npy", matrix)
-        self.db.execute("DELETE FROM vector_ids WHERE kind = ?", (kind,))
-        self.db.executemany(
-            "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
-        )
+        path = self.folder / "vectors" / f"{kind}.npy"
+        self._filled = [m for m in self._filled if Path(str(m.filename)) != path]  # replaced
+        np.save(path, matrix)
+        self._vector_ids(kind, ids)
 
     def vectors_to_fill(self, kind: str, ids: Sequence[str], dim: int) -> np.ndarray:
         """The vectors of one kind as a zeroed float32 file mapped for writing, shape
@@ -265,11 +264,14 @@ class SQLiteGraphWriter(GraphWriter):
         path = self.folder / "vectors" / f"{kind}.npy"
         matrix = np.lib.format.open_memmap(path, "w+", np.float32, (len(ids), dim))
         self._filled.append(matrix)
+        self._vector_ids(kind, ids)
+        return matrix
+
+    def _vector_ids(self, kind: str, ids: Sequence[str]) -> None:
         self.db.execute("DELETE FROM vector_ids WHERE kind = ?", (kind,))
         self.db.executemany(
             "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
         )
-        return matrix
 
     def commit(self, meta: dict[str, Any]) -> str:
         for matrix in self._filled:

@@ -296,6 +296,8 @@ def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
         w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
         out = w.vectors_to_fill("sentences", [f"c:1#{i}" for i in range(5)], 4)
         out[:3], out[3:] = matrix[:3], matrix[3:]
+        w.vectors_to_fill("facts", ["r:1"], 4)[:] = 1.0
+        w.add_vectors("facts", ["r:1"], np.full((1, 4), 0.5, np.float32))  # replaces it
         with pytest.raises(InvalidParams, match="unknown vector kind"):
             w.vectors_to_fill("nope", ["x"], 4)
         w.commit({"dim": 4})
@@ -303,6 +305,7 @@ def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
         ids, stored = r.vectors("sentences")
         assert ids == [f"c:1#{i}" for i in range(5)]
         assert np.array_equal(np.asarray(stored), matrix)
+        assert np.asarray(r.vectors("facts")[1]).tolist() == [[0.5] * 4]
         assert [x.id for x in r.relations(touching=["e:d"])] == ["r:1"]
         db = sqlite3.connect(r.folder / "graph.sqlite")
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
