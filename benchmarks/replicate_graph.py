@@ -134,10 +134,9 @@ def main() -> int:
             # where each copy's rows go: entity vectors stay in id order (vertex order)
             at = np.arange(len(all_ids))
             if kind == "entities":
-                at[np.argsort(np.array(all_ids, dtype=object), kind="stable")] = np.arange(
-                    len(all_ids)
-                )
-                all_ids = [all_ids[i] for i in np.argsort(at)]
+                order = np.argsort(np.array(all_ids, dtype=object), kind="stable")
+                at[order] = np.arange(len(all_ids))
+                all_ids = [all_ids[i] for i in order]
             dim = matrix.shape[1] if matrix.ndim == 2 else 0
             fill = getattr(writer, "vectors_to_fill", None)  # the folder's: no copy in memory
             out = (

@@ -102,6 +102,7 @@ class Postings:
         )
         terms: dict[str, int] = {}
         n = len(rowids)
+        span = max(n, 1)  # pair key: term * span + document
         # per batch of token instances, their distinct (term, document) pairs and counts:
         # memory grows with the pairs, not with every token of the corpus (2Wiki's
         # community reports: 3.6M instances, 1.4M pairs; a 600k-passage graph's 363M
@@ -111,9 +112,9 @@ class Postings:
         while batch := cursor.fetchmany(100_000):  # arrays, not a Python int per posting
             term_of = np.fromiter((terms.setdefault(t, len(terms)) for t, _ in batch), np.int64)
             docs = np.searchsorted(rowids, np.fromiter((d for _, d in batch), np.int64))
-            keys, counts = np.unique(term_of * max(n, 1) + docs, return_counts=True)
-            term_parts.append(keys // max(n, 1))
-            doc_parts.append(keys % max(n, 1))
+            keys, counts = np.unique(term_of * span + docs, return_counts=True)
+            term_parts.append(keys // span)
+            doc_parts.append(keys % span)
             count_parts.append(counts)
         db.execute(f"DROP TABLE temp.{vocab}")
         term_of = np.concatenate(term_parts) if term_parts else np.zeros(0, dtype=np.int64)
@@ -126,13 +127,13 @@ class Postings:
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         # a pair split across two batches is summed here
-        pairs, inverse = np.unique(rank[term_of] * max(n, 1) + doc_of, return_inverse=True)
+        pairs, inverse = np.unique(rank[term_of] * span + doc_of, return_inverse=True)
         tf = np.bincount(inverse.ravel(), count_of, minlength=len(pairs))
         width = max((len(e) for e in encoded), default=1)
         sorted_terms = np.array([encoded[i] for i in order], dtype=f"S{width}")
-        indptr = np.searchsorted(pairs // max(n, 1), np.arange(len(terms) + 1))
+        indptr = np.searchsorted(pairs // span, np.arange(len(terms) + 1))
         avgdl = float(length.sum()) / n if n else 1.0
-        postings = cls(sorted_terms, indptr, pairs % max(n, 1), tf.astype(np.int64), length, avgdl)
+        postings = cls(sorted_terms, indptr, pairs % span, tf.astype(np.int64), length, avgdl)
         return postings, rowids
 
     def save(self, folder: Path, name: str) -> None:

@@ -251,6 +251,7 @@ class SQLiteGraphWriter(GraphWriter):
             raise StoreError(f"{kind}: {len(ids)} ids but a matrix of shape {matrix.shape}")
         path = self.folder / "vectors" / f"{kind}.npy"
         self._filled = [m for m in self._filled if Path(str(m.filename)) != path]  # replaced
+        path.unlink(missing_ok=True)  # a new file: a map of the old one stays valid
         np.save(path, matrix)
         self._vector_ids(kind, ids)
 
