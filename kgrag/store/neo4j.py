@@ -101,7 +101,7 @@ from .bm25 import (
     query_words,
     tokenizer_of,
 )
-from .derive import ANN_MIN_ROWS, SERVING
+from .derive import ANN_KINDS, ANN_MIN_ROWS, SERVING
 from .mapped import ANN_CANDIDATES, ANN_EXPANSION
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -565,7 +565,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             ),
             rows,
         )
-        if kind in VECTOR_KINDS:  # its index fills in the background while the rest goes in
+        if kind in ANN_KINDS:  # its index fills in the background while the rest goes in
             _vector_index(store, tag, L, folder, kind)
 
     chunk_vertex = np.asarray(arr("chunk_vertex"))
@@ -1326,6 +1326,16 @@ class Neo4jGraphReader(GraphReader):
         if cand is not None:
             vecs = self.vectors_of(kind, cand)
             return [top_rows(cand, exact_scores(vecs, vec), k) for vec in q]
+        if kind not in ANN_KINDS:  # no vector index (searched within a level, or looked up):
+            # the folder's exact path, the best by the float32 scan re-scored exactly
+            wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
+            out = []
+            for vec in q:
+                rough = self.similarity(kind, vec)
+                keep = np.sort(np.argpartition(-rough, wide - 1)[:wide]) if wide < n else None
+                rows = keep if keep is not None else np.arange(n, dtype=np.int64)
+                out.append(top_rows(rows, exact_scores(self.vectors_of(kind, rows), vec), k))
+            return out
         # the index's best candidates (a search of that width: at Neo4j's defaults,
         # quantised, M 16, a true top-5 fact of 2Wiki was missing from the best 32 in 12
         # of 40 questions). The index is unquantised, so its score is the cosine of the

@@ -45,6 +45,17 @@ def test_records_are_the_same(both):
     assert a.counts() == b.counts()
 
 
+def test_vector_indexes_are_made_for_the_kinds_searched_by_nearest_neighbour(both):
+    from kgrag.store.derive import ANN_KINDS
+
+    b = both[1]
+    prefix = f"kg_{b.tag}__"
+    found = b.store.run(
+        "SHOW VECTOR INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix
+    )
+    assert sorted(str(r[0])[len(prefix) :] for r in found) == sorted(f"{k}_vec" for k in ANN_KINDS)
+
+
 def test_the_query_side_answers_the_same(both):
     a, b = both
     for kind in ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes"):
@@ -57,7 +68,7 @@ def test_the_query_side_answers_the_same(both):
         )
         assert np.allclose(np.asarray(a.matrix(kind)[rows[:7]]), b.matrix(kind)[rows[:7]])
     v = a.matrix("chunks")[[0, 5, 11]]
-    for kind in ("chunks", "entities", "facts", "communities"):
+    for kind in ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes"):
         exact, served = a.nearest(kind, v, 5), b.nearest(kind, v, 5)
         for x, y in zip(exact, served, strict=True):
             assert [r for r, _ in x] == [r for r, _ in y]
