@@ -13,6 +13,12 @@ local search's best ``--depth`` passages before reranking and their features
 question's gold passages. A logistic regression (L2, ``--C``) is fitted on the
 standardised features of the ``--fit`` sets together.
 
+``--fit-medical`` / ``--check-medical GRAPH`` add GraphRAG-Bench medical (a graph of
+``global_bench.py --write-corpus``): there a positive is a candidate holding 80% of
+the content words of one of the question's evidence statements, and the figure is
+``medical_local.py``'s share of the evidence's content words in the top 2 / 5. Each
+fit set weighs alike, whatever its number of questions.
+
 Printed per set: Recall@2/5 of local search's own order and of the reranked
 order with the fitted model (in-sample for ``--fit`` sets; held out for the
 ``--check`` sets, which no fit saw); for a ``--fit`` set also a 5-fold
@@ -26,6 +32,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,11 +50,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 class Question:
     x: np.ndarray  # candidate features, best first
     keys: list[str]  # candidate passage keys
-    gold: frozenset[str]
+    gold: frozenset[str]  # the keys of its evidence passages
+    set: str  # the name of its set
+    #: the figure of an order of keys at 2 and at 5 (None: recall of ``gold``)
+    measure: Callable[[list[str]], tuple[float, float]] | None = None
 
     @property
     def y(self) -> np.ndarray:
         return np.array([k in self.gold for k in self.keys])
+
+    def figures(self, keys: list[str]) -> tuple[float, float]:
+        from kgrag.evaluation import recall_at
+
+        if self.measure is not None:
+            return self.measure(keys)
+        return recall_at(keys, self.gold, 2), recall_at(keys, self.gold, 5)
 
 
 def read_set(graph: str, questions: str, depth: int) -> list[Question]:
@@ -65,20 +83,73 @@ def read_set(graph: str, questions: str, depth: int) -> list[Question]:
         for q in load_questions(questions):
             found, _, x = local.candidates(q.text, depth)
             keys = [docs[doc_of[cid]] for cid, _ in found.passages]
-            out.append(Question(x, keys, q.gold))
+            out.append(Question(x, keys, q.gold, Path(questions).stem))
+    return out
+
+
+def read_medical(graph: str, depth: int, per_type: int | None) -> list[Question]:
+    """GraphRAG-Bench medical's Fact Retrieval and Complex Reasoning questions (the
+    first ``per_type`` of each): a candidate is a positive when its text holds at
+    least 80% of the content words of one of the question's evidence statements;
+    the figure of an order is ``benchmarks/medical_local.py``'s, the share of the
+    evidence's content words in the top 2 / top 5 chunks."""
+    import json
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    import kgrag
+    from kgrag.graph.local import LocalSearch, LocalSettings
+    from kgrag.threads import serve_queries
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from global_bench import BENCH, _content, score_pool
+    from medical_local import TYPES
+
+    serve_queries()
+    stop = frozenset(ENGLISH_STOP_WORDS)
+    rows = json.loads((BENCH / "graphrag_bench" / "medical_questions.json").read_text("utf-8"))
+    out = []
+    with kgrag.open(graph) as engine:
+        local = LocalSearch(engine.reader, engine.encoder, LocalSettings(rerank_depth=depth))
+        text = {c.id: c.text for c in engine.reader.chunks()}
+        for qtype in TYPES:
+            for q in [q for q in rows if q.get("question_type") == qtype][:per_type]:
+                statements = [s.strip() for s in str(q["evidence"]).split(";") if s.strip()]
+                wanted = [w for w in (_content(s, stop) for s in statements) if w]
+                found, _, x = local.candidates(q["question"], depth)
+                keys = [cid for cid, _ in found.passages]
+                gold = frozenset(
+                    k
+                    for k in keys
+                    if any(len(w & _content(text[k], stop)) >= 0.8 * len(w) for w in wanted)
+                )
+
+                def measure(order: list[str], st: list[str] = statements) -> tuple[float, float]:
+                    return tuple(  # type: ignore[return-value]
+                        score_pool(st, " ".join(text[k] for k in order[:n]), stop)["tokens"]
+                        for n in (2, 5)
+                    )
+
+                out.append(Question(x, keys, gold, "medical", measure))
     return out
 
 
 def fit(questions: list[Question], c: float) -> RerankModel:
+    """Fitted on ``questions``; the candidates of each question weigh 1 / (the number
+    of questions of its set among them), so that every set counts alike."""
     from sklearn.linear_model import LogisticRegression
 
     from kgrag.graph.rerank import FEATURES, RerankModel
 
     x = np.vstack([q.x for q in questions])
     y = np.concatenate([q.y for q in questions])
+    per_set = Counter(q.set for q in questions)
+    w = np.concatenate([np.full(len(q.keys), 1.0 / per_set[q.set]) for q in questions])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    lr = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, y)
+    lr = LogisticRegression(C=c, max_iter=5000).fit(
+        (x - mean) / scale, y, sample_weight=w * len(w) / w.sum()
+    )
     return RerankModel(
         FEATURES,
         tuple(float(v) for v in mean),
@@ -90,17 +161,15 @@ def fit(questions: list[Question], c: float) -> RerankModel:
 
 def recall(questions: list[Question], model: RerankModel | None) -> tuple[float, float]:
     """Mean Recall@2 and @5, reranked by ``model`` (None: local search's own order)."""
-    from kgrag.evaluation import recall_at
-
     r2, r5 = [], []
     for q in questions:
         order = list(range(len(q.keys)))
         if model is not None and len(order):
             prob = model.scores(q.x)
             order.sort(key=lambda i: (-prob[i], i))
-        keys = [q.keys[i] for i in order]
-        r2.append(recall_at(keys, q.gold, 2))
-        r5.append(recall_at(keys, q.gold, 5))
+        at2, at5 = q.figures([q.keys[i] for i in order])
+        r2.append(at2)
+        r5.append(at5)
     return round(100 * float(np.mean(r2)), 2), round(100 * float(np.mean(r5)), 2)
 
 
@@ -159,14 +228,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fit", nargs=2, action="append", metavar=("GRAPH", "QUESTIONS"), default=[])
     ap.add_argument("--check", nargs=2, action="append", metavar=("GRAPH", "QUESTIONS"), default=[])
+    ap.add_argument("--fit-medical", metavar="GRAPH", help="fit on GraphRAG-Bench medical too")
+    ap.add_argument("--check-medical", metavar="GRAPH", help="check on GraphRAG-Bench medical")
+    ap.add_argument("--medical-per-type", type=int, help="only the first N medical questions")
     ap.add_argument("--depth", type=int, default=50, help="candidates reranked per question")
     ap.add_argument("--C", type=float, default=0.1, help="inverse L2 strength")
     ap.add_argument("--out", type=Path, help="write the model module here")
     args = ap.parse_args()
     if not args.fit:
         ap.error("give at least one --fit GRAPH QUESTIONS")
+    if args.fit_medical and args.check_medical:
+        ap.error("--fit-medical and --check-medical: one or the other")
     sets = {Path(q).stem: read_set(g, q, args.depth) for g, q in [*args.fit, *args.check]}
     fitted = [Path(q).stem for _, q in args.fit]
+    medical = args.fit_medical or args.check_medical
+    if medical:
+        sets["medical"] = read_medical(medical, args.depth, args.medical_per_type)
+        fitted += ["medical"] if args.fit_medical else []
     model = fit([q for name in fitted for q in sets[name]], args.C)
     figures: dict[str, str] = {}
     for name, qs in sets.items():
@@ -181,7 +259,7 @@ def main() -> int:
         print(f"{name}: {figures[name]}", flush=True)
     meta: dict[str, object] = {
         "fitted on": ", ".join(fitted),
-        "checked on": ", ".join(Path(q).stem for _, q in args.check) or "-",
+        "checked on": ", ".join(n for n in sets if n not in fitted) or "-",
         "candidates per question (depth)": args.depth,
         "C (inverse L2 strength)": args.C,
     }
