@@ -1327,7 +1327,8 @@ class Neo4jGraphReader(GraphReader):
             vecs = self.vectors_of(kind, cand)
             return [top_rows(cand, exact_scores(vecs, vec), k) for vec in q]
         if kind not in ANN_KINDS:  # no vector index (searched within a level, or looked up):
-            # the folder's exact path, the best by the float32 scan re-scored exactly
+            # the best by the float32 scan re-scored exactly, as the folder's exact path
+            # does (over more candidates here)
             wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
             out = []
             for vec in q:
