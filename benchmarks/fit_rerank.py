@@ -13,6 +13,14 @@ local search's best ``--depth`` passages before reranking and their features
 question's gold passages. A logistic regression (L2, ``--C``) is fitted on the
 standardised features of the ``--fit`` sets together.
 
+``--long GRAPH`` fits the long-document model instead
+(kgrag/graph/rerank_model_long.py, ``--out``), on GraphRAG-Bench medical alone, and
+gives its figures per question type with the diversification local search applies
+to such candidates (``--diversity``):
+
+    python benchmarks/fit_rerank.py --long /tmp/graphs/medical \\
+        --out kgrag/graph/rerank_model_long.py
+
 ``--fit-medical`` / ``--check-medical GRAPH`` add GraphRAG-Bench medical (a graph of
 ``global_bench.py --write-corpus``): there a positive is a candidate holding 80% of
 the content words of one of the question's evidence statements, and the figure is
@@ -45,6 +53,8 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from kgrag.graph.local import LocalSettings  # noqa: E402
+
 
 @dataclass
 class Question:
@@ -54,6 +64,11 @@ class Question:
     set: str  # the name of its set
     #: the figure of an order of keys at 2 and at 5 (None: recall of ``gold``)
     measure: Callable[[list[str]], tuple[float, float]] | None = None
+    kind: str = ""  # its question type, where figures are given per type
+    #: for the long-document model: the candidates' document titles and chunk vectors,
+    #: which its diversification reads
+    titles: list[str] | None = None
+    vectors: np.ndarray | None = None
 
     @property
     def y(self) -> np.ndarray:
@@ -70,7 +85,8 @@ class Question:
 def read_set(graph: str, questions: str, depth: int) -> list[Question]:
     import kgrag
     from kgrag.evaluation import load_questions
-    from kgrag.graph.local import LocalSearch, LocalSettings
+    from kgrag.graph.local import LocalSearch
+    from kgrag.graph.rerank import long_document
     from kgrag.threads import serve_queries
 
     serve_queries()
@@ -78,12 +94,18 @@ def read_set(graph: str, questions: str, depth: int) -> list[Question]:
     with kgrag.open(graph) as engine:
         reader = engine.reader
         local = LocalSearch(reader, engine.encoder, LocalSettings(rerank_depth=depth))
-        docs = {d.id: f"{d.title}\n{d.text}" for d in reader.documents()}
+        documents = reader.documents()
+        docs = {d.id: f"{d.title}\n{d.text}" for d in documents}
+        title = {d.id: d.title for d in documents}
         doc_of = {c.id: c.doc_id for c in reader.chunks()}
         for q in load_questions(questions):
             found, _, x = local.candidates(q.text, depth)
             keys = [docs[doc_of[cid]] for cid, _ in found.passages]
-            out.append(Question(x, keys, q.gold, Path(questions).stem))
+            titles = [title[doc_of[cid]] for cid, _ in found.passages]
+            out.append(Question(x, keys, q.gold, Path(questions).stem, titles=titles))
+    long = sum(long_document(q.titles or [], LocalSettings().long_share) for q in out)
+    name = Path(questions).stem
+    print(f"{name}: {long} of {len(out)} questions take the long-document model", flush=True)
     return out
 
 
@@ -98,7 +120,7 @@ def read_medical(graph: str, depth: int, per_type: int | None) -> list[Question]
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     import kgrag
-    from kgrag.graph.local import LocalSearch, LocalSettings
+    from kgrag.graph.local import LocalSearch
     from kgrag.threads import serve_queries
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -110,13 +132,18 @@ def read_medical(graph: str, depth: int, per_type: int | None) -> list[Question]
     rows = json.loads((BENCH / "graphrag_bench" / "medical_questions.json").read_text("utf-8"))
     out = []
     with kgrag.open(graph) as engine:
-        local = LocalSearch(engine.reader, engine.encoder, LocalSettings(rerank_depth=depth))
-        text = {c.id: c.text for c in engine.reader.chunks()}
+        reader = engine.reader
+        local = LocalSearch(reader, engine.encoder, LocalSettings(rerank_depth=depth))
+        chunks = reader.chunks()
+        text = {c.id: c.text for c in chunks}
+        doc_title = {d.id: d.title for d in reader.documents()}
+        title = {c.id: doc_title[c.doc_id] for c in chunks}
+        matrix = reader.matrix("chunks")
         for qtype in TYPES:
             for q in [q for q in rows if q.get("question_type") == qtype][:per_type]:
                 statements = [s.strip() for s in str(q["evidence"]).split(";") if s.strip()]
                 wanted = [w for w in (_content(s, stop) for s in statements) if w]
-                found, _, x = local.candidates(q["question"], depth)
+                found, cand_rows, x = local.candidates(q["question"], depth)
                 keys = [cid for cid, _ in found.passages]
                 gold = frozenset(
                     k
@@ -130,7 +157,9 @@ def read_medical(graph: str, depth: int, per_type: int | None) -> list[Question]
                         for n in (2, 5)
                     )
 
-                out.append(Question(x, keys, gold, "medical", measure))
+                vectors = np.asarray(matrix[np.asarray(cand_rows, dtype=np.int64)])
+                titles = [title[k] for k in keys]
+                out.append(Question(x, keys, gold, "medical", measure, qtype, titles, vectors))
     return out
 
 
@@ -159,14 +188,23 @@ def fit(questions: list[Question], c: float) -> RerankModel:
     )
 
 
-def recall(questions: list[Question], model: RerankModel | None) -> tuple[float, float]:
-    """Mean Recall@2 and @5, reranked by ``model`` (None: local search's own order)."""
+def recall(
+    questions: list[Question], model: RerankModel | None, diversity: float = 0.0
+) -> tuple[float, float]:
+    """Mean Recall@2 and @5, reranked by ``model`` (None: local search's own order);
+    with ``diversity``, the top 5 diversified within documents as local search
+    orders long-document candidates (:func:`kgrag.graph.rerank.diversified`)."""
+    from kgrag.graph.rerank import diversified
+
     r2, r5 = [], []
     for q in questions:
         order = list(range(len(q.keys)))
         if model is not None and len(order):
             prob = model.scores(q.x)
-            order.sort(key=lambda i: (-prob[i], i))
+            if diversity > 0 and q.vectors is not None and q.titles is not None:
+                order = diversified(prob, q.vectors, q.titles, diversity, 5)
+            else:
+                order.sort(key=lambda i: (-prob[i], i))
         at2, at5 = q.figures([q.keys[i] for i in order])
         r2.append(at2)
         r5.append(at5)
@@ -174,14 +212,22 @@ def recall(questions: list[Question], model: RerankModel | None) -> tuple[float,
 
 
 def cross_validated(
-    questions: list[Question], others: list[Question], c: float, folds: int = 5
+    questions: list[Question],
+    others: list[Question],
+    c: float,
+    folds: int = 5,
+    diversity: float = 0.0,
 ) -> tuple[float, float]:
     """Recall with each fold of ``questions`` reranked by a model fitted on the other
     folds and ``others`` (the other fit sets), as the shipped model is fitted on all
     fit sets: the mean over folds."""
     parts = [questions[i::folds] for i in range(folds)]
     scores = [
-        recall(parts[i], fit([q for j, p in enumerate(parts) if j != i for q in p] + others, c))
+        recall(
+            parts[i],
+            fit([q for j, p in enumerate(parts) if j != i for q in p] + others, c),
+            diversity,
+        )
         for i in range(folds)
     ]
     return (
@@ -190,7 +236,14 @@ def cross_validated(
     )
 
 
-def module_text(model: RerankModel, meta: dict[str, object], figures: dict[str, str]) -> str:
+def module_text(
+    model: RerankModel,
+    meta: dict[str, object],
+    figures: dict[str, str],
+    name: str = "MODEL",
+    what: str = "The fitted rerank model of local search (:mod:`kgrag.graph.rerank`).",
+    measured: str = "Recall@2 / Recall@5",
+) -> str:
     def floats(values: tuple[float, ...]) -> str:
         return "".join(
             f"        {v!r},  # {n}\n" for n, v in zip(model.features, values, strict=True)
@@ -198,20 +251,20 @@ def module_text(model: RerankModel, meta: dict[str, object], figures: dict[str, 
 
     fit = "\n".join(f"    {k}: {v}" for k, v in meta.items())
     lines = "\n".join(f"    {name}: {row}" for name, row in figures.items())
-    return f'''"""The fitted rerank model of local search (:mod:`kgrag.graph.rerank`).
+    return f'''"""{what}
 
 Written by benchmarks/fit_rerank.py; do not edit by hand.
 
 {fit}
 
-Recall@2 / Recall@5 as the fit measured them:
+{measured} as the fit measured them:
 
 {lines}
 """
 
 from .rerank import FEATURES, RerankModel
 
-MODEL = RerankModel(
+{name} = RerankModel(
     features=FEATURES,
     mean=(
 {floats(model.mean)}    ),
@@ -224,6 +277,70 @@ MODEL = RerankModel(
 '''
 
 
+def fit_long(args: argparse.Namespace) -> int:
+    """The long-document model: fitted on GraphRAG-Bench medical alone, its figures
+    per question type with the diversification local search applies."""
+    from kgrag.graph.rerank import long_document
+
+    questions = read_medical(args.long, args.depth, args.medical_per_type)
+    routed = sum(long_document(q.titles or [], args.long_share) for q in questions)
+    print(f"{routed} of {len(questions)} questions take the long-document model", flush=True)
+    model = fit(questions, args.C)
+    figures: dict[str, str] = {}
+    for kind in dict.fromkeys(q.kind for q in questions):
+        qs = [q for q in questions if q.kind == kind]
+        cv = _cross_validated_within(questions, kind, args.C, args.diversity)
+        lines = [
+            f"{len(qs)} questions",
+            "local {} / {}".format(*recall(qs, None)),
+            "reranked {} / {}".format(*recall(qs, model)),
+            "reranked and diversified {} / {} (in-sample)".format(
+                *recall(qs, model, args.diversity)
+            ),
+            "{} / {} (5-fold CV)".format(*cv),
+        ]
+        figures[f"medical {kind}"] = ";\n        ".join(lines)
+        print(f"medical {kind}: {figures[f'medical {kind}']}", flush=True)
+    meta: dict[str, object] = {
+        "fitted on": "GraphRAG-Bench medical (Fact Retrieval, Complex Reasoning)",
+        "candidates per question (depth)": args.depth,
+        "C (inverse L2 strength)": args.C,
+        "diversity (LocalSettings.long_diversity)": args.diversity,
+    }
+    if args.out:
+        text = module_text(
+            model,
+            meta,
+            figures,
+            "LONG_MODEL",
+            "Local search's rerank model for candidates from long documents.\n\n"
+            "Which queries it reranks: :func:`kgrag.graph.rerank.long_document`.",
+            "The share of the evidence's content words in the top 2 / top 5",
+        )
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+def _cross_validated_within(
+    questions: list[Question], kind: str, c: float, diversity: float, folds: int = 5
+) -> tuple[float, float]:
+    """The questions of ``kind`` reranked by models fitted without their fold (folds
+    cut over all questions, so each model is fitted as the shipped one is, on every
+    type but for one fold): the mean over the folds."""
+    parts = [questions[i::folds] for i in range(folds)]
+    scores = []
+    for i in range(folds):
+        held = [q for q in parts[i] if q.kind == kind]
+        if held:
+            model = fit([q for j, p in enumerate(parts) if j != i for q in p], c)
+            scores.append((len(held), recall(held, model, diversity)))
+    n = sum(w for w, _ in scores)
+    return (
+        round(sum(w * s[0] for w, s in scores) / n, 2),
+        round(sum(w * s[1] for w, s in scores) / n, 2),
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fit", nargs=2, action="append", metavar=("GRAPH", "QUESTIONS"), default=[])
@@ -234,7 +351,28 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=50, help="candidates reranked per question")
     ap.add_argument("--C", type=float, default=0.1, help="inverse L2 strength")
     ap.add_argument("--out", type=Path, help="write the model module here")
+    ap.add_argument(
+        "--long",
+        metavar="GRAPH",
+        help="fit the long-document model on GraphRAG-Bench medical alone (its graph)",
+    )
+    ap.add_argument(
+        "--diversity",
+        type=float,
+        default=LocalSettings().long_diversity,
+        help="the long-document top 5's diversification, as local search's",
+    )
+    ap.add_argument(
+        "--long-share",
+        type=float,
+        default=LocalSettings().long_share,
+        help="candidates sharing a title that route a query to the long-document model",
+    )
     args = ap.parse_args()
+    if args.long:
+        if args.fit or args.check or args.fit_medical or args.check_medical:
+            ap.error("--long fits on medical alone: no --fit, --check or --*-medical")
+        return fit_long(args)
     if not args.fit:
         ap.error("give at least one --fit GRAPH QUESTIONS")
     if args.fit_medical and args.check_medical:

@@ -4,12 +4,15 @@ document, no titles to link).
 
     python benchmarks/global_bench.py --write-corpus /tmp/medical_docs.json
     kgrag ingest /tmp/medical_docs.json --graph /tmp/graphs/medical --quiet
-    python benchmarks/medical_local.py --graph /tmp/graphs/medical [--k 5] [--out FILE]
+    python benchmarks/medical_local.py --graph /tmp/graphs/medical [--k 5] [--mmr 0.5]
+        [--out FILE]
 
 Questions: those of ``--types`` (default "Fact Retrieval" and "Complex
 Reasoning"). The measure is global_bench's ``tokens``: the share of the distinct
 content words of the question's ``evidence`` (stop words and one-letter words
-dropped) present in the text of the top ``--k`` chunks, averaged per type.
+dropped) present in the text of the top ``--k`` chunks, averaged per type. ``--mmr
+LAMBDA`` adds hybrid retrieval diversified by retrieve's MMR (``mmr: {lambda}``), the
+comparison for local search, which diversifies the chunks of long documents.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ def main() -> int:
     ap.add_argument("--types", default=",".join(TYPES), help="comma-separated question types")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--limit", type=int, help="only the first N questions of each type")
+    ap.add_argument("--mmr", type=float, help="also hybrid with retrieve's MMR at this lambda")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    modes = (*MODES, "hybrid_mmr") if args.mmr is not None else MODES
     stop = frozenset(ENGLISH_STOP_WORDS)
     types = [t.strip() for t in args.types.split(",") if t.strip()]
     rows = json.loads((args.bench / "graphrag_bench" / "medical_questions.json").read_text("utf-8"))
@@ -54,16 +59,18 @@ def main() -> int:
             if mode == "local":
                 op = {"op": "local", "query": question, "k": args.k, "unit": "chunk"}
                 return [h["id"] for h in engine.graph(op)["hits"] if h["unit"] == "chunk"]
-            params = {"query": question, "k": args.k, "mode": mode}
+            params: dict[str, object] = {"query": question, "k": args.k, "mode": mode}
+            if mode == "hybrid_mmr":
+                params.update(mode="hybrid", mmr={"lambda": args.mmr})
             return [h["id"] for h in engine.retrieve(params)["hits"]]
 
         for qtype in types:
             qs = [q for q in rows if q.get("question_type") == qtype][: args.limit or None]
-            sums = dict.fromkeys(MODES, 0.0)
+            sums = dict.fromkeys(modes, 0.0)
             started = time.perf_counter()
             for q in qs:
                 statements = [s.strip() for s in str(q["evidence"]).split(";") if s.strip()]
-                for mode in MODES:
+                for mode in modes:
                     body = " ".join(text[c] for c in top(mode, q["question"])[: args.k])
                     sums[mode] += score_pool(statements, body, stop)["tokens"]
             n = max(1, len(qs))

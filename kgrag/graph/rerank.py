@@ -11,7 +11,11 @@ candidate is the model's probability that it is evidence.
 
 The model (:mod:`kgrag.graph.rerank_model`) is fitted by
 ``benchmarks/fit_rerank.py`` on the local candidates of musique100 and
-hotpotqa100, and confirmed on the 2Wiki questions it never saw.
+hotpotqa100, and confirmed on the 2Wiki questions it never saw. Candidates from
+long documents (:func:`long_document`: most of them share a title, where the title
+features say nothing) are reranked by a second model
+(:mod:`kgrag.graph.rerank_model_long`, fitted on GraphRAG-Bench medical) and their
+top diversified within each document (:func:`diversified`).
 """
 
 from __future__ import annotations
@@ -163,3 +167,45 @@ def features(
         for i, row in enumerate(r.tolist())
     ]
     return x
+
+
+def long_document(titles: Sequence[str], share: float) -> bool:
+    """Whether candidates come from long documents: at least ``share`` of them share
+    their document title with another candidate (a page of titled passages, one
+    passage a title, gives few such; the chunks of one long document give all)."""
+    if not titles:
+        return False
+    seen: dict[str, int] = {}
+    for t in titles:
+        seen[t] = seen.get(t, 0) + 1
+    return sum(seen[t] > 1 for t in titles) >= share * len(titles)
+
+
+def diversified(
+    scores: np.ndarray, vectors: np.ndarray, groups: Sequence[str], weight: float, k: int
+) -> list[int]:
+    """Candidate indices, best first: the first ``k`` picked one at a time by score less
+    ``weight`` x the highest cosine to a picked candidate of the same group (document),
+    so the overlapping chunks of one passage of a document do not fill the top; the
+    rest follow by score. Ties go to the earlier candidate."""
+    n = len(scores)
+    by_score = sorted(range(n), key=lambda i: (-scores[i], i))
+    if weight <= 0 or n < 2:
+        return by_score
+    v = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    v = v / np.where(norms > 0, norms, 1.0)
+    code: dict[str, int] = {}
+    group = np.array([code.setdefault(g, len(code)) for g in groups])
+    redundancy = np.zeros(n)
+    picked: list[int] = []
+    left = np.ones(n, dtype=bool)
+    for _ in range(min(k, n)):
+        gain = np.where(left, np.asarray(scores, dtype=np.float64) - weight * redundancy, -np.inf)
+        best = int(np.argmax(gain))  # the first of equal gains: the earlier candidate
+        picked.append(best)
+        left[best] = False
+        same = group == group[best]
+        redundancy = np.where(same, np.maximum(redundancy, v @ v[best]), redundancy)
+    chosen = set(picked)
+    return picked + [i for i in by_score if i not in chosen]

@@ -248,6 +248,24 @@ def test_searches_answer_the_same(science_graph, science_neo4j):
     assert min(identical.values()) >= 0.8 * len(questions), identical
 
 
+def test_the_long_document_route_answers_the_same(science_graph, science_neo4j):
+    """Every query routed to the long-document model (``long_share`` 0), whose
+    diversification reads the candidates' vectors (on Neo4j: one query by row)."""
+    import kgrag
+    from kgrag.graph.local import LocalSearch, LocalSettings
+
+    questions = json.loads((DATA / "science_questions.json").read_text())
+    settings = LocalSettings(long_share=0.0)
+    with kgrag.open(science_graph) as a, kgrag.open(science_neo4j) as b:
+        searches = [LocalSearch(e.reader, e.encoder, settings) for e in (a, b)]
+        same = 0
+        for q in questions:
+            x, y = ([c for c, _ in s.search(q, 10).passages] for s in searches)
+            same += x == y
+            assert len(set(x) & set(y)) >= 0.8 * len(x), q
+    assert same >= 0.8 * len(questions)
+
+
 def _kgrag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kgrag", *args],

@@ -12,8 +12,17 @@ import scipy.sparse as sp
 from kgrag.encoders import load_encoder
 from kgrag.graph.links import TitleLinks, key_text, text_key, title_key
 from kgrag.graph.local import LocalSearch
-from kgrag.graph.rerank import BM25_DEPTH, FEATURES, ChunkEntities, RerankModel, features
+from kgrag.graph.rerank import (
+    BM25_DEPTH,
+    FEATURES,
+    ChunkEntities,
+    RerankModel,
+    diversified,
+    features,
+    long_document,
+)
 from kgrag.graph.rerank_model import MODEL
+from kgrag.graph.rerank_model_long import LONG_MODEL
 
 QUERY = "Which river flows through the city where Marie Curie was born?"
 N = len(FEATURES)
@@ -196,3 +205,58 @@ def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
 def test_chunk_entities_are_distinct_and_sorted():
     ents = ChunkEntities.build([(1, 5), (1, 2), (1, 5), (3, 0)], 4)
     assert [ents.of(r).tolist() for r in range(4)] == [[], [2, 5], [], [0]]
+
+
+def test_candidates_come_from_long_documents_when_most_share_a_title():
+    assert long_document(["A", "A", "A", "B"], 0.75)  # three of four share "A"
+    assert not long_document(["A", "A", "B", "C"], 0.75)  # two of four
+    assert long_document(["A", "A", "B", "C"], 0.5)
+    assert long_document(["A", "B", "C"], 0.0)  # share 0: always
+    assert not long_document([], 0.0)
+    assert not long_document(["A"] * 4, 1.5)  # above 1: never
+
+
+def test_diversified_pushes_a_near_copy_from_the_same_document_down():
+    """A and A2 are near copies in document "d", B another passage of "d", C a near
+    copy of A in document "e": C is not held back (another document), A2 is."""
+    a = np.array([1.0, 0.0, 0.0])
+    vectors = np.stack([a, a + [0.0, 0.05, 0.0], [0.0, 0.0, 2.0], a + [0.0, 0.0, 0.05]])
+    scores = np.array([0.9, 0.85, 0.5, 0.8])
+    groups = ["d", "d", "d", "e"]
+    assert diversified(scores, vectors, groups, 0.4, 4) == [0, 3, 2, 1]
+    assert diversified(scores, vectors, groups, 0.0, 4) == [0, 1, 3, 2]  # by score
+    # only the first k are picked for novelty; the rest follow by score
+    assert diversified(scores, vectors, groups, 0.4, 2) == [0, 3, 1, 2]
+    assert diversified(scores, vectors, ["d", "e", "f", "g"], 0.4, 4) == [0, 1, 3, 2]
+    # equal gains go to the earlier candidate
+    assert diversified(np.array([0.5, 0.5]), np.eye(2), ["d", "d"], 0.4, 2) == [0, 1]
+    assert diversified(np.array([0.7]), a[None, :], ["d"], 0.4, 1) == [0]
+
+
+def test_a_query_whose_candidates_share_titles_is_reranked_by_the_long_model(local):
+    """Routed by ``long_share``: at 0 every query takes the long-document model and
+    its diversified order (here a model that reverses local search's own order, to
+    tell the two apart); above 1 none does, and the titled model ranks as before."""
+    follow = RerankModel(FEATURES, (0.0,) * N, (1.0,) * N, (1.0,) + (0.0,) * (N - 1), 0.0)
+    search = LocalSearch(local.reader, local.encoder, long_model=follow)
+    found, rows, x = search.candidates(QUERY, 50)
+    ids = [c for c, _ in found.passages]
+    titles = _titles(search, ids)
+    titled = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-MODEL.scores(x)[i], i))]
+    vectors = np.asarray(search.reader.matrix("chunks")[np.asarray(rows)])
+    long_order = diversified(follow.scores(x), vectors, titles, search.settings.long_diversity, 5)
+    assert titled[:5] != [ids[i] for i in long_order[:5]]  # the two orders differ here
+    assert not long_document(titles, search.settings.long_share)  # titled passages
+    assert [c for c, _ in search.search(QUERY, 5).passages] == titled[:5]
+    before = search.settings
+    search.configure(replace(before, long_share=0.0))
+    result = search.search(QUERY, 5)
+    assert [c for c, _ in result.passages] == [ids[i] for i in long_order[:5]]
+    assert [s for _, s in result.passages] == [float(follow.scores(x)[i]) for i in long_order[:5]]
+    search.configure(replace(before, long_share=1.5))
+    assert [c for c, _ in search.search(QUERY, 5).passages] == titled[:5]
+
+
+def test_the_long_document_model_weighs_the_features_in_order():
+    assert LONG_MODEL.features == FEATURES
+    assert LONG_MODEL.scores(np.zeros((1, N))).shape == (1,)
