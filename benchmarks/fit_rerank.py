@@ -212,22 +212,14 @@ def recall(
 
 
 def cross_validated(
-    questions: list[Question],
-    others: list[Question],
-    c: float,
-    folds: int = 5,
-    diversity: float = 0.0,
+    questions: list[Question], others: list[Question], c: float, folds: int = 5
 ) -> tuple[float, float]:
     """Recall with each fold of ``questions`` reranked by a model fitted on the other
     folds and ``others`` (the other fit sets), as the shipped model is fitted on all
     fit sets: the mean over folds."""
     parts = [questions[i::folds] for i in range(folds)]
     scores = [
-        recall(
-            parts[i],
-            fit([q for j, p in enumerate(parts) if j != i for q in p] + others, c),
-            diversity,
-        )
+        recall(parts[i], fit([q for j, p in enumerate(parts) if j != i for q in p] + others, c))
         for i in range(folds)
     ]
     return (
@@ -250,7 +242,7 @@ def module_text(
         )
 
     fit = "\n".join(f"    {k}: {v}" for k, v in meta.items())
-    lines = "\n".join(f"    {name}: {row}" for name, row in figures.items())
+    lines = "\n".join(f"    {label}: {row}" for label, row in figures.items())
     return f'''"""{what}
 
 Written by benchmarks/fit_rerank.py; do not edit by hand.
