@@ -266,6 +266,24 @@ def test_the_long_document_route_answers_the_same(science_graph, science_neo4j):
     assert same >= 0.8 * len(questions)
 
 
+def test_parameter_lists_reach_the_server_whole_and_are_not_formatted(neo4j_uri, caplog):
+    """The driver formats each RUN's parameters for its debug log before it asks whether
+    anything logs; the store's lists go as lists whose ``repr`` is their length, so an
+    upload batch is packed for the wire and never printed (the values all arrive)."""
+    import logging
+
+    store = open_store(f"{neo4j_uri}/quiet-{uuid.uuid4().hex[:6]}")
+    rows = [{"i": i, "vec": [float(i)] * 64} for i in range(2000)]
+    with caplog.at_level(logging.DEBUG, logger="neo4j"):
+        found = store.run(
+            "UNWIND $rows AS row RETURN count(row), sum(row.i), sum(row.vec[63])", rows=rows
+        )
+    assert list(found[0]) == [2000, sum(range(2000)), float(sum(range(2000)))]
+    runs = [r.getMessage() for r in caplog.records if "C: RUN" in r.getMessage()]
+    assert runs and any("<2000 items>" in m for m in runs)
+    assert all(len(m) < 2000 for m in runs)
+
+
 def _kgrag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kgrag", *args],
