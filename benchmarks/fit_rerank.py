@@ -241,6 +241,15 @@ def module_text(
             f"        {v!r},  # {n}\n" for n, v in zip(model.features, values, strict=True)
         )
 
+    from kgrag.graph.rerank import FEATURES
+
+    n = len(model.features)
+    if model.features == FEATURES:
+        weighs = "FEATURES"
+    elif model.features == FEATURES[:n]:
+        weighs = f"FEATURES[:{n}]"  # fitted before the later features were
+    else:
+        weighs = repr(model.features)
     fit = "\n".join(f"    {k}: {v}" for k, v in meta.items())
     lines = "\n".join(f"    {label}: {row}" for label, row in figures.items())
     return f'''"""{what}
@@ -257,7 +266,7 @@ Written by benchmarks/fit_rerank.py; do not edit by hand.
 from .rerank import FEATURES, RerankModel
 
 {name} = RerankModel(
-    features=FEATURES,
+    features={weighs},
     mean=(
 {floats(model.mean)}    ),
     scale=(

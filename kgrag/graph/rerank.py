@@ -5,7 +5,9 @@ raises the passages its best passage names by title. Which of the top
 candidates hold a question's evidence also shows in signals that ranking leaves
 out or weighs by hand: BM25, whether the passage's title is named in the
 question, how many of the query's seed entities the passage mentions, title
-links from the best few passages, entities it shares with the best passage.
+links from the best few passages, entities it shares with the best passage, its
+rank in a second walk from the entities of the best passage and of the passages
+the question names.
 A logistic regression over :data:`FEATURES` puts them together; the score of a
 candidate is the model's probability that it is evidence.
 
@@ -52,8 +54,11 @@ FEATURES = (
     "ppr_share",  # PageRank mass / the largest passage mass
     "linked_from_named",  # candidates whose title the query names that name this one's title
     "title_subsumed",  # its title is named only as part of a longer candidate title named
+    "hop_rank",  # log(1 + rank) by the second walk's mass (HOP_DEPTH if not among its best)
+    "hop_share",  # the second walk's mass / its best passage's (0 if not among its best)
 )
 BM25_DEPTH = 200
+HOP_DEPTH = 200
 SPECIFIC = 0.2  # specificity (1 / passages mentioning) of an entity in at most 5 passages
 
 
@@ -69,14 +74,25 @@ class RerankModel:
 
     def __post_init__(self) -> None:
         n = len(self.features)
+        known = [f for f in FEATURES if f in self.features]
         if (
-            self.features != FEATURES
+            not n
+            or list(self.features) != known
             or not len(self.mean) == len(self.scale) == len(self.weights) == n
         ):
-            raise ValueError(f"a rerank model must weigh exactly {FEATURES}")
+            raise ValueError(
+                f"a rerank model weighs some of {FEATURES}, in that order, one weight each"
+            )
+
+    @property
+    def columns(self) -> list[int]:
+        """The columns of :data:`FEATURES` it weighs."""
+        return [FEATURES.index(f) for f in self.features]
 
     def scores(self, x: np.ndarray) -> np.ndarray:
-        """The probability that each row of ``x`` (a candidate's features) is evidence."""
+        """The probability that each row of ``x`` (a candidate's :data:`FEATURES`) is
+        evidence."""
+        x = np.asarray(x)[:, self.columns]
         z = (x - np.array(self.mean)) / np.array(self.scale)
         logit = z @ np.array(self.weights) + self.intercept
         return 0.5 * (1.0 + np.tanh(0.5 * logit))  # the logistic function, without overflow
@@ -116,6 +132,8 @@ def features(
     entities: _Entities,
     links: _Links,
     bridged: set[int],
+    hop_rank: Mapping[int, int] | None = None,
+    hop_share: Mapping[int, float] | None = None,
 ) -> np.ndarray:
     """The (len(rows), len(FEATURES)) features of candidate chunk ``rows`` (best first).
 
@@ -124,7 +142,8 @@ def features(
     candidates; ``query_key`` is the query's; ``seeds`` maps entity rows to reset
     weights; ``specificity`` covers the entity rows the candidates mention and the
     seeds; ``entities`` gives the entity rows of a candidate, ``links`` the rows a
-    chunk row names by title."""
+    chunk row names by title; ``hop_rank`` / ``hop_share`` the second walk's best
+    passages (:class:`kgrag.graph.local.Hop`; none when None)."""
     n = len(rows)
     x = np.zeros((n, len(FEATURES)))
     if not n:
@@ -166,6 +185,9 @@ def features(
         x[i, 5] > 0 and any(title_keys[row] in k and title_keys[row] != k for k in named_keys)
         for i, row in enumerate(r.tolist())
     ]
+    rank, share = hop_rank or {}, hop_share or {}
+    x[:, 15] = np.log1p([rank.get(int(row), HOP_DEPTH) for row in r.tolist()])
+    x[:, 16] = [share.get(int(row), 0.0) for row in r.tolist()]
     return x
 
 

@@ -10,19 +10,19 @@ Written by benchmarks/fit_rerank.py; do not edit by hand.
 Recall@2 / Recall@5 as the fit measured them:
 
     musique100: 100 questions;
-        local 53.67 / 69.25;
-        reranked 56.0 / 73.83 (in-sample);
-        55.5 / 72.83 (5-fold CV)
+        local 53.0 / 68.58;
+        reranked 56.5 / 74.17 (in-sample);
+        55.33 / 73.83 (5-fold CV)
     hotpotqa100: 100 questions;
-        local 79.0 / 92.5;
-        reranked 82.0 / 93.5 (in-sample);
-        81.5 / 93.5 (5-fold CV)
+        local 76.5 / 90.5;
+        reranked 81.0 / 94.5 (in-sample);
+        80.5 / 94.5 (5-fold CV)
     2wiki_dev180: 180 questions;
-        local 64.44 / 73.06;
-        reranked 77.08 / 93.33 (held out)
+        local 65.56 / 74.31;
+        reranked 79.72 / 94.17 (held out)
     2wiki_heldout: 40 questions;
-        local 73.33 / 84.58;
-        reranked 86.67 / 97.5 (held out)
+        local 75.83 / 85.83;
+        reranked 90.42 / 97.5 (held out)
 """
 
 from .rerank import FEATURES, RerankModel
@@ -30,55 +30,61 @@ from .rerank import FEATURES, RerankModel
 MODEL = RerankModel(
     features=FEATURES,
     mean=(
-        2.9770885598520995,  # fused_rank
-        3.000726544278124,  # ppr_rank
-        3.0261814838581067,  # dense_rank
-        0.2948602842983279,  # dense
-        4.08430959648192,  # bm25_rank
-        0.023618140319539547,  # title_in_query
-        0.47960702590056564,  # seeds_named
-        0.10939196600237312,  # seed_weight
-        0.01845787436737124,  # linked_from_top1
-        0.0165723925771559,  # linked_from_top3
-        0.022228837947801925,  # bridged
-        0.03919817405974,  # shares_top1
-        0.2730352378806985,  # ppr_share
-        0.021534186761933114,  # linked_from_named
-        0.0009923588369554431,  # title_subsumed
+        3.066770469107528,  # fused_rank
+        3.2594728477332846,  # ppr_rank
+        3.2989655732126364,  # dense_rank
+        0.2742363270484887,  # dense
+        4.165199277045408,  # bm25_rank
+        0.02149954832881662,  # title_in_query
+        0.4409214092140921,  # seeds_named
+        0.09928824247197977,  # seed_weight
+        0.017253839205058717,  # linked_from_top1
+        0.015266485998193316,  # linked_from_top3
+        0.02005420054200542,  # bridged
+        0.07055103884372177,  # shares_top1
+        0.2628483351031882,  # ppr_share
+        0.01960252935862692,  # linked_from_named
+        0.0009033423667570009,  # title_subsumed
+        4.233222248965432,  # hop_rank
+        0.026834445693149054,  # hop_share
     ),
     scale=(
-        0.8810484002607827,  # fused_rank
-        0.9321545351302779,  # ppr_rank
-        0.9719137397354256,  # dense_rank
-        0.09752924156382152,  # dense
-        1.4585559479792394,  # bm25_rank
-        0.1518562602179585,  # title_in_query
-        0.9985132961569974,  # seeds_named
-        0.3939901798030608,  # seed_weight
-        0.13460007890491793,  # linked_from_top1
-        0.12766263502461697,  # linked_from_top3
-        0.14742698773049465,  # bridged
-        0.1940661670928731,  # shares_top1
-        0.16971679557494668,  # ppr_share
-        0.15824001045962616,  # linked_from_named
-        0.03148609313481662,  # title_subsumed
+        0.8878805004639017,  # fused_rank
+        1.2501274635148711,  # ppr_rank
+        1.3000102345380027,  # dense_rank
+        0.11684629355532954,  # dense
+        1.430423291962627,  # bm25_rank
+        0.14504246878232654,  # title_in_query
+        0.9482005304027095,  # seeds_named
+        0.3698033857919029,  # seed_weight
+        0.13021576032779594,  # linked_from_top1
+        0.12261084945247305,  # linked_from_top3
+        0.14018569678331574,  # bridged
+        0.2560734069789322,  # shares_top1
+        0.16783135343822342,  # ppr_share
+        0.1511014217947417,  # linked_from_named
+        0.03004207614872011,  # title_subsumed
+        1.4699651584852909,  # hop_rank
+        0.14283710178545622,  # hop_share
     ),
     weights=(
-        -0.8644889414443163,  # fused_rank
-        -0.10013206812446195,  # ppr_rank
-        0.12126930555692858,  # dense_rank
-        -0.03548841929104347,  # dense
-        -0.5371867810932008,  # bm25_rank
-        0.3445007077441924,  # title_in_query
-        -0.18878429714952663,  # seeds_named
-        0.33189037953378764,  # seed_weight
-        -0.07914671996485936,  # linked_from_top1
-        0.12620329107667996,  # linked_from_top3
-        0.4129692300972792,  # bridged
-        0.07870939181373943,  # shares_top1
-        0.1979087117421975,  # ppr_share
-        0.017765143126439807,  # linked_from_named
-        -0.1405948211446732,  # title_subsumed
+        -0.7517318891491411,  # fused_rank
+        -0.17494653154637288,  # ppr_rank
+        0.17647684010588752,  # dense_rank
+        -0.06299875752976587,  # dense
+        -0.4272396437829172,  # bm25_rank
+        0.3336188607100087,  # title_in_query
+        -0.1813001654402359,  # seeds_named
+        0.2859323629768891,  # seed_weight
+        -0.03446202111181117,  # linked_from_top1
+        0.09758135408463936,  # linked_from_top3
+        0.3034190012141477,  # bridged
+        -0.05824484935929811,  # shares_top1
+        0.18451126674615814,  # ppr_share
+        0.028652922233327296,  # linked_from_named
+        -0.12926618029229778,  # title_subsumed
+        -0.47462861886812463,  # hop_rank
+        -0.12331989862952895,  # hop_share
     ),
-    intercept=-4.946080416600915,
+    intercept=-4.924544848546366,
 )

@@ -26,7 +26,7 @@ The share of the evidence's content words in the top 2 / top 5 as the fit measur
 from .rerank import FEATURES, RerankModel
 
 LONG_MODEL = RerankModel(
-    features=FEATURES,
+    features=FEATURES[:15],
     mean=(
         2.969555339035882,  # fused_rank
         2.9722539389865132,  # ppr_rank

@@ -3,7 +3,8 @@ interface (recorded by benchmarks/read_path_golden.py from commit 8f524e9; the l
 answer to "Where was Albert Einstein born?" re-recorded when local search's candidates
 grew by the named-passage bridges, which swapped its 5th and 6th hits; every question's
 paths re-recorded when paths started at the entities the query names, ended with what
-their passage states and path hits looked twice as deep), a query that
+their passage states and path hits looked twice as deep; local answers and paths
+re-recorded with the second walk, which adds candidates and rerank features), a query that
 reads no whole table, ANN against exact search, old graphs upgraded."""
 
 from __future__ import annotations

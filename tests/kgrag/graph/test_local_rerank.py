@@ -15,6 +15,7 @@ from kgrag.graph.local import LocalSearch
 from kgrag.graph.rerank import (
     BM25_DEPTH,
     FEATURES,
+    HOP_DEPTH,
     ChunkEntities,
     RerankModel,
     diversified,
@@ -58,6 +59,7 @@ def test_features_of_a_hand_made_case():
         entities=ents,
         links=links,
         bridged={0},
+        hop_rank={4: 0, 0: 3, 3: 1},
     )
     col = {name: x[:, i] for i, name in enumerate(FEATURES)}
     assert x.shape == (4, N)
@@ -77,6 +79,7 @@ def test_features_of_a_hand_made_case():
     # named by a candidate whose title the query names: chunk 0 (by 2), chunk 4 (by 1)
     assert col["linked_from_named"].tolist() == [0, 1, 0, 1]
     assert col["title_subsumed"].tolist() == [0, 0, 0, 0]
+    assert np.allclose(col["hop_rank"], np.log1p([HOP_DEPTH, 3, HOP_DEPTH, 0]))
     assert features([], **_empty()).shape == (0, N)
 
 
@@ -123,16 +126,35 @@ def _empty() -> dict[str, object]:
 
 
 def test_a_model_must_weigh_the_features_in_order():
-    with pytest.raises(ValueError, match="exactly"):
+    with pytest.raises(ValueError, match="in that order"):
         RerankModel(FEATURES[::-1], (0.0,) * N, (1.0,) * N, (0.0,) * N, 0.0)
-    with pytest.raises(ValueError, match="exactly"):
+    with pytest.raises(ValueError, match="one weight each"):
         RerankModel(FEATURES, (0.0,) * N, (1.0,) * N, (0.0,) * (N - 1), 0.0)
+    with pytest.raises(ValueError, match="some of"):
+        RerankModel(("fused_rank", "no such feature"), (0.0,) * 2, (1.0,) * 2, (0.0,) * 2, 0.0)
+    with pytest.raises(ValueError, match="some of"):
+        RerankModel((), (), (), (), 0.0)
     model = RerankModel(FEATURES, (0.0,) * N, (2.0,) * N, (1.0,) + (0.0,) * (N - 1), -1.0)
     x = np.zeros((2, N))
     x[1, 0] = 2.0
     assert np.allclose(model.scores(x), [1 / (1 + np.e), 0.5])
     x[0, 0] = -4000.0  # a logit of -2001: no overflow, just ~0
     assert model.scores(x)[0] == 0.0 and model.scores(-x)[0] == 1.0
+
+
+def test_a_model_of_some_features_reads_only_their_columns():
+    """A model weighing two of the features (in FEATURES order) reads those two
+    columns of the full feature matrix and no other."""
+    two = ("dense", "hop_rank")
+    model = RerankModel(two, (0.0, 0.0), (1.0, 1.0), (2.0, -1.0), 0.5)
+    assert model.columns == [FEATURES.index("dense"), FEATURES.index("hop_rank")]
+    x = np.random.default_rng(0).normal(size=(6, N))
+    want = 1 / (1 + np.exp(-(2.0 * x[:, model.columns[0]] - x[:, model.columns[1]] + 0.5)))
+    assert np.allclose(model.scores(x), want)
+    x[:, [i for i in range(N) if i not in model.columns]] = 99.0
+    assert np.allclose(model.scores(x), want)
+    with pytest.raises(ValueError, match="in that order"):
+        RerankModel(two[::-1], (0.0, 0.0), (1.0, 1.0), (2.0, -1.0), 0.5)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +182,8 @@ def test_rerank_depth_zero_keeps_local_order(local):
     before = local.settings
     try:
         local.configure(replace(before, rerank_depth=0))
-        assert local.search(QUERY, 5).passages == found.passages
+        # the first 5 (the second walk's passages join after them)
+        assert local.search(QUERY, 5).passages == found.passages[:5]
     finally:
         local.configure(before)
 
@@ -169,7 +192,7 @@ def test_a_model_that_follows_the_local_order_changes_nothing(science_reader, lo
     follow = RerankModel(FEATURES, (0.0,) * N, (1.0,) * N, (-1.0,) + (0.0,) * (N - 1), 0.0)
     same = LocalSearch(science_reader, local.encoder, model=follow)
     found, _, _ = same.candidates(QUERY, 8)
-    assert [c for c, _ in same.search(QUERY, 8).passages] == [c for c, _ in found.passages]
+    assert [c for c, _ in same.search(QUERY, 8).passages] == [c for c, _ in found.passages[:8]]
 
 
 def _titles(local: LocalSearch, chunk_ids: list[str]) -> list[str]:
@@ -182,8 +205,10 @@ def _titles(local: LocalSearch, chunk_ids: list[str]) -> list[str]:
 def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
     """With the bridge hop off and room for one candidate, the passages that the
     query's named passage ("Marie Curie") names by title still join the candidates,
-    each remembered as bridged from it and weighed by the feature that says so."""
-    before = local.settings
+    each remembered as bridged from it and weighed by the feature that says so (the
+    second walk, which brings passages of its own, off)."""
+    original = local.settings
+    before = replace(original, hop=False)
     try:
         local.configure(replace(before, bridge_from=0))
         found, rows, x = local.candidates(QUERY, 1)
@@ -199,7 +224,68 @@ def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
         local.configure(replace(before, bridge_from=0, bridge_extra=1))
         assert len(local.candidates(QUERY, 1)[0].passages) == 2
     finally:
+        local.configure(original)
+
+
+def test_the_second_walk_brings_the_next_hops_passage(local):
+    """The best candidate ("Marie Curie") names Warsaw, not a seed of the query; the
+    walk from its specific unseeded entities reaches "Vistula", which the first walk
+    left out of the best 5. Such passages join the candidates after the first ones,
+    in the second walk's order (at most ``hop_extra``), and its rank and mass are
+    features of every candidate; without the walk they say nothing."""
+    before = local.settings
+    rank, share = FEATURES.index("hop_rank"), FEATURES.index("hop_share")
+    try:
+        local.configure(replace(before, hop=False))
+        _, base, off = local.candidates(QUERY, 5)
+        assert "Vistula" not in _titles(local, local.reader.ids("chunks", base))
+        assert (off[:, rank] == np.log1p(HOP_DEPTH)).all() and (off[:, share] == 0).all()
+        local.configure(replace(before, hop=True, hop_extra=3))
+        found, rows, x = local.candidates(QUERY, 5)
+        assert rows[: len(base)] == base and 0 < len(rows) - len(base) <= 3
+        titles = _titles(local, [c for c, _ in found.passages])
+        assert titles[0] == "Marie Curie" and "Vistula" in titles[len(base) :]
+        extra = x[len(base) :, rank]
+        assert (np.diff(extra) > 0).all() and (extra < np.log1p(HOP_DEPTH)).all()
+        assert (x[:, share] <= 1).all() and x[:, share].max() == 1.0
+        # the named passage alone starts it too; with neither start there is no walk
+        local.configure(replace(before, hop_from=0, hop_extra=3))
+        assert local.candidates(QUERY, 5)[1] == rows
+        local.configure(replace(before, hop_from=0, hop_named=0))
+        _, none_rows, none_x = local.candidates(QUERY, 5)
+        assert none_rows == base and (none_x[:, rank] == np.log1p(HOP_DEPTH)).all()
+        # candidates from long documents take no second walk
+        local.configure(replace(before, hop_extra=3, long_share=0.0))
+        _, long_rows, long_x = local.candidates(QUERY, 5)
+        assert long_rows == base and (long_x[:, rank] == np.log1p(HOP_DEPTH)).all()
+        # no passage joins at hop_extra 0; the features stay
+        local.configure(replace(before, hop_extra=0))
+        _, kept, kx = local.candidates(QUERY, 5)
+        assert kept == base and np.array_equal(kx[:, rank], x[: len(base), rank])
+    finally:
         local.configure(before)
+
+
+def test_the_second_walk_starts_from_specific_entities_that_are_not_seeds(local):
+    """Its reset: the start passages' entities in at most 1 / hop_specific passages,
+    minus the seeds; at a threshold above every entity's specificity it does not run."""
+    before = local.settings
+    try:
+        local.configure(replace(before, hop_specific=1.01))
+        _, _, x = local.candidates(QUERY, 5)
+        assert (x[:, FEATURES.index("hop_rank")] == np.log1p(HOP_DEPTH)).all()
+    finally:
+        local.configure(before)
+    found, rows, _ = local.candidates(QUERY, 5)
+    seeds = {int(r) for r in local.reader.rows("entities", list(found.seeds)) if r >= 0}
+    hop = local._hop(QUERY, rows[:5], _titles(local, local.reader.ids("chunks", rows[:5])), {})
+    with_seeds = local._hop(
+        QUERY,
+        rows[:5],
+        _titles(local, local.reader.ids("chunks", rows[:5])),
+        dict.fromkeys(seeds, 1.0),
+    )
+    assert hop.rank and with_seeds.rank and hop.rank != with_seeds.rank
 
 
 def test_chunk_entities_are_distinct_and_sorted():
@@ -258,5 +344,7 @@ def test_a_query_whose_candidates_share_titles_is_reranked_by_the_long_model(loc
 
 
 def test_the_long_document_model_weighs_the_features_in_order():
-    assert LONG_MODEL.features == FEATURES
+    """It was fitted before the second walk's features (long documents take no second
+    walk), so it weighs the ones before them."""
+    assert LONG_MODEL.features == FEATURES[: FEATURES.index("hop_rank")]
     assert LONG_MODEL.scores(np.zeros((1, N))).shape == (1,)
