@@ -107,6 +107,16 @@ class Adjacency:
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
 
+def index_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges [start, start + length) of each pair."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    offsets = np.repeat(starts - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
 class GraphReader(ABC):
     """One published version of a graph, read-only.
 
@@ -230,17 +240,15 @@ class GraphReader(ABC):
         (:func:`kgrag.graph.ppr.pushed_pagerank`; ``reset`` over every vertex). Each
         round reads the walk columns of its active vertices by :meth:`adjacency`; a
         server-backed store may run the whole push where the graph lives."""
-        from ..graph.ppr import pushed_pagerank
+        from ..graph.ppr import csc_product, pushed_pagerank
 
         n = len(reset)
 
-        def columns(active: np.ndarray) -> Any:
-            import scipy.sparse as sp
-
+        def product(active: np.ndarray, x: np.ndarray) -> np.ndarray:
             adj = self.adjacency("walk", active)
-            return sp.csc_matrix((adj.data, adj.indices, adj.indptr), shape=(n, len(active)))
+            return csc_product(adj.indptr, adj.indices, adj.data, n, x)
 
-        return pushed_pagerank(columns, reset, damping, eps, rounds)
+        return pushed_pagerank(product, reset, damping, eps, rounds)
 
     @abstractmethod
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidParams, StoreError
-from .base import GRAPHS, Adjacency, exact_scores, nearest_request, top_rows
+from .base import GRAPHS, Adjacency, exact_scores, index_ranges, nearest_request, top_rows
 from .derive import HALF_KINDS
 from .maps import FileRows, map_array
 
@@ -165,12 +165,11 @@ class ServingFiles:
 
     def _half(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top k of each query row by half-precision scores over a candidate margin,
-        ranked by exact ones (all the queries in one product).
+        ranked by exact ones.
 
         A product over 69k fact vectors is bound by memory bandwidth; a half-precision
-        copy streams half the bytes (torch has a vectorised fp16 kernel where numpy has
-        none), and a batch of queries streams it once. Half precision rounds scores by
-        ~1e-3, so the ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
+        copy streams half the bytes (torch has a vectorised fp16 matrix-vector kernel
+        where numpy has none). Half precision rounds scores by ~1e-3, so the ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
         (:func:`exact_scores`): the result is the exact top k unless a true top-k row
         scores more than that margin below the fp16 cut."""
         import torch
@@ -182,11 +181,12 @@ class ServingFiles:
         half = self._maps[key]
         n = len(half)
         wide = min(n, max(_MIN_CANDIDATES, 4 * k))
-        qh = torch.from_numpy(np.ascontiguousarray(q.T, dtype=np.float16))
-        rough = (half @ qh).float().numpy()  # (n, queries)
+        qh = torch.from_numpy(np.ascontiguousarray(q, dtype=np.float16))
         out = []
         for i, vec in enumerate(q):
-            col = rough[:, i]
+            # one matrix-vector product per query: torch's fp16 mv kernel is ~4x faster
+            # than its fp16 matrix product here (19k facts: 3 ms against 13)
+            col = torch.mv(half, qh[i]).float().numpy()
             rows = np.sort(np.argpartition(-col, wide - 1)[:wide]) if wide < n else np.arange(n)
             out.append(self._rescore(kind, vec, rows, k))
         return out
@@ -211,20 +211,21 @@ class ServingFiles:
         r = np.asarray(rows, dtype=np.int64)
         small = self._small_walk() if graph == "walk" else None
         if small is not None:
-            cols = small[:, r]
-            return Adjacency(cols.indptr.astype(np.int64), cols.indices, cols.data)
-        indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
+            indptr, indices = small.indptr, small.indices
+        else:
+            indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
         starts, ends = np.asarray(indptr[r]), np.asarray(indptr[r + 1])
         lengths = ends - starts
         out_ptr = np.zeros(len(r) + 1, dtype=np.int64)
         np.cumsum(lengths, out=out_ptr[1:])
-        take = _ranges(starts, lengths)
+        take = index_ranges(starts, lengths)
         cols = np.asarray(indices[take])
         if graph == "links":
             return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
         data = edge = None
         if graph == "walk":  # float32, as the walk is summed
-            data = np.asarray(self.array("walk.data")[take])
+            data = small.data[take] if small is not None else self.array("walk.data")[take]
+            data = np.asarray(data)
         elif graph == "relations":  # path lengths in float64, whatever the file's width
             data = np.asarray(self.array("relations.data")[take], dtype=np.float64)
             edge = np.asarray(self.array("relations.edge")[take], dtype=np.int64)
@@ -333,13 +334,3 @@ def open_ann(path: Path) -> Any:
         return faiss.read_index(str(path))
     except RuntimeError as exc:
         raise StoreError(f"{path}: unreadable ANN index: {str(exc).splitlines()[0]}") from exc
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenated index ranges [start, start + length) of each pair."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(lengths)
-    offsets = np.repeat(starts - (ends - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
