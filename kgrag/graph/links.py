@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,3 +50,15 @@ def key_text(tokens: Sequence[str]) -> str:
 def text_key(text: str) -> str:
     """:func:`key_text` of all of ``text``'s tokens, case folded."""
     return key_text([t.casefold() for t in _TOKEN.findall(text)])
+
+
+@lru_cache(maxsize=1 << 16)
+def title_text(title: str) -> str:
+    """A document title's key as :func:`key_text` (matched against :func:`text_key`;
+    kept: a search asks for the same candidates' titles several times)."""
+    return key_text(title_key(title))
+
+
+def names(query_key: str, title_text: str) -> bool:
+    """Whether a query (its :func:`text_key`) names a title (its :func:`title_text`)."""
+    return bool(title_text) and title_text in query_key

@@ -48,7 +48,7 @@ from ..encoders import Encoder
 from ..store import GraphReader
 from ..store.keys import COOC, WALK_WEIGHTS
 from .build import build_graph
-from .links import key_text, text_key, title_key
+from .links import names, text_key, title_text
 from .names import NameIndex
 from .ppr import personalized_pagerank, pushed_pagerank, transition, walk_matrix
 from .rerank import (
@@ -350,9 +350,11 @@ class LocalSearch:
         the query's best BM25 passages; ``titles``: the rows' document titles)."""
         r = self.reader
         row_of = {cid: row for row, cid in id_of.items()}
-        title_keys = {row: key_text(title_key(t)) for row, t in zip(rows, titles, strict=True)}
+        title_keys = {row: title_text(t) for row, t in zip(rows, titles, strict=True)}
         entities = MentionedEntities(r, rows)
-        touched = sorted({int(e) for row in rows for e in entities.of(row)} | set(seed_rows))
+        # the features read the specificity of the best candidate's entities and the
+        # seeds' only (a few dozen entities, where every candidate's are ~1,000)
+        touched = sorted({int(e) for e in entities.of(rows[0])} | set(seed_rows))
         spec = dict(
             zip(touched, r.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True)
         )
@@ -384,7 +386,7 @@ class LocalSearch:
         named = [
             row
             for row, title in zip(rows, titles, strict=True)
-            if (key := key_text(title_key(title))) and key in query_key
+            if names(query_key, title_text(title))
         ]
         start = list(dict.fromkeys(rows[: s.hop_from] + named[: s.hop_named]))
         if not start:
@@ -441,15 +443,10 @@ class LocalSearch:
         if not look:
             return top
         query_key = text_key(query)
-
-        def named_by_query(title: str) -> bool:
-            key = key_text(title_key(title))
-            return bool(key) and key in query_key
-
         namers = [
             row
             for i, (row, title) in enumerate(zip(look, self._titles(look), strict=True))
-            if i < s.bridge_from or named_by_query(title)
+            if i < s.bridge_from or names(query_key, title_text(title))
         ]
         links = r.adjacency("links", np.array(namers, dtype=np.int64))
         have = {row for row, _ in top}

@@ -28,6 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .links import names
+
 
 class _Links(Protocol):
     def targets(self, row: int) -> np.ndarray: ...
@@ -140,8 +142,8 @@ def features(
     ``ppr_rank``, ``dense_rank``, ``dense`` and ``mass`` cover every chunk row,
     ``title_keys`` (a title's :func:`~kgrag.graph.links.key_text`) at least the
     candidates; ``query_key`` is the query's; ``seeds`` maps entity rows to reset
-    weights; ``specificity`` covers the entity rows the candidates mention and the
-    seeds; ``entities`` gives the entity rows of a candidate, ``links`` the rows a
+    weights; ``specificity`` covers the entity rows the first candidate mentions and
+    the seeds; ``entities`` gives the entity rows of a candidate, ``links`` the rows a
     chunk row names by title; ``hop_rank`` / ``hop_share`` the second walk's best
     passages (:class:`kgrag.graph.local.Hop`; none when None)."""
     n = len(rows)
@@ -165,7 +167,7 @@ def features(
     x[:, 2] = np.log1p(dense_rank[r])
     x[:, 3] = dense[r]
     x[:, 4] = np.log1p([bm25_rank.get(int(row), BM25_DEPTH) for row in r])
-    x[:, 5] = [bool(title_keys[row]) and title_keys[row] in query_key for row in r.tolist()]
+    x[:, 5] = [names(query_key, title_keys[row]) for row in r.tolist()]
     namers: dict[int, int] = {}  # row -> candidates the query names that name it
     for row in r[x[:, 5] > 0].tolist():
         for target in set(links.targets(row).tolist()) - {row}:
@@ -177,7 +179,8 @@ def features(
         x[i, 8] = row in from1 and row != top1
         x[i, 9] = row in from3 and row not in top3
         x[i, 10] = row in bridged
-        x[i, 11] = row != top1 and bool(specific_unseeded(row) & shared_with)
+        # shares one of the best candidate's specific unseeded entities
+        x[i, 11] = row != top1 and not shared_with.isdisjoint(entities.of(row).tolist())
     x[:, 12] = mass[r] / top_mass if top_mass > 0 else 0.0
     x[:, 13] = [namers.get(row, 0) for row in r.tolist()]
     named_keys = {title_keys[row] for row in r[x[:, 5] > 0].tolist()}

@@ -169,7 +169,8 @@ class ServingFiles:
 
         A product over 69k fact vectors is bound by memory bandwidth; a half-precision
         copy streams half the bytes (torch has a vectorised fp16 matrix-vector kernel
-        where numpy has none). Half precision rounds scores by ~1e-3, so the ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
+        where numpy has none). Half precision rounds scores by ~1e-3, so the
+        ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
         (:func:`exact_scores`): the result is the exact top k unless a true top-k row
         scores more than that margin below the fp16 cut."""
         import torch

@@ -1354,10 +1354,13 @@ class Neo4jGraphReader(GraphReader):
         # stored vectors itself (equal to vector.similarity.cosine over them; reading and
         # re-scoring the 256 candidates' vectors cost ~11 ms a query on 2Wiki's facts)
         wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
-        qi, rows_, sims = self._cols(
+        # a kind without row properties (facts) brings its ids along: a search asks for
+        # the ids of the rows it found next, and they are kept for it
+        with_ids = kind not in ROW_PROPS
+        qi, rows_, sims, *ids_ = self._cols(
             "UNWIND range(0, size($qs) - 1) AS i "
             "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node, score",
-            ("i", "node.row", "score"),
+            ("i", "node.row", "score", *(["node.id"] if with_ids else [])),
             index=f"kg_{self.tag}__{kind}_vec",
             wide=wide,
             qs=[v.tolist() for v in q],
@@ -1365,7 +1368,12 @@ class Neo4jGraphReader(GraphReader):
         which = np.array(qi, dtype=np.int64)
         rows = np.array(rows_, dtype=np.int64)
         cos = 2.0 * np.array(sims, dtype=np.float64) - 1.0  # Neo4j's cosine is (1 + cos) / 2
-        return [top_rows(rows[which == i], cos[which == i], k) for i in range(len(q))]
+        found = [top_rows(rows[which == i], cos[which == i], k) for i in range(len(q))]
+        if with_ids:
+            id_of = dict(zip(rows.tolist(), ids_[0], strict=True))
+            kept = [row for best in found for row, _ in best]
+            self._memo(f"id:{kind}", kept, lambda wanted: {x: id_of[x] for x in wanted})
+        return found
 
     def similarity(
         self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
