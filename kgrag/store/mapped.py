@@ -167,9 +167,9 @@ class ServingFiles:
         """Top k of each query row by half-precision scores over a candidate margin,
         ranked by exact ones.
 
-        A product over 69k fact vectors is bound by memory bandwidth; a half-precision
-        copy streams half the bytes (torch has a vectorised fp16 matrix-vector kernel
-        where numpy has none). Half precision rounds scores by ~1e-3, so the
+        A half-precision copy holds half the bytes of the float32 vectors, and torch's
+        fp16 matrix-vector kernel scans it about as fast as numpy scans float32 (numpy
+        has no fp16 kernel). Half precision rounds scores by ~1e-3, so the
         ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
         (:func:`exact_scores`): the result is the exact top k unless a true top-k row
         scores more than that margin below the fp16 cut."""
