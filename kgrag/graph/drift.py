@@ -133,7 +133,7 @@ def _passage_facets(gs: GlobalSearch, chunk_ids: Sequence[str]) -> list[tuple[st
     relations.sort(key=lambda r: (-r.weight, r.id))
     relations = relations[:MAX_FACETS]
     ends = sorted({e for r in relations for e in (r.src, r.dst)})
-    names = {e.id: e.name for e in reader.entities(ends)}
+    names = reader.entity_names(ends)
     return [
         (f"{names.get(r.src, r.src)} {r.predicate} {names.get(r.dst, r.dst)}", r.id)
         for r in relations

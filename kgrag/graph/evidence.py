@@ -163,7 +163,10 @@ def state_endings(
         i = at[eid]
         cols = adj.of(i)
         inside = mentioned.get(cid, np.zeros(0, dtype=np.int64))
-        hit = np.flatnonzero(np.isin(cols, inside))
+        # a pair's relation is a stated one where its length is 1 (the store keeps the
+        # stated relation of a pair first): co-occurrences are not read
+        stated = adj.data[adj.indptr[i] : adj.indptr[i + 1]] == 1.0
+        hit = np.flatnonzero(np.isin(cols, inside) & stated)
         assert adj.edge is not None
         pairs += [(cid, int(adj.edge[adj.indptr[i] + j])) for j in hit.tolist()]
     if not pairs:
@@ -269,7 +272,7 @@ def quote_edges(reading: Reading, explained: list[Explanation]) -> dict[str, str
         return {}
     texts = reading.read(e["evidence"] for e in edges)
     ends = sorted({x for e in edges for x in (e["src"], e["dst"]) if x.startswith("e:")})
-    shown = {x.id: x.name for x in reading.reader.entities(ends)}
+    shown = reading.reader.entity_names(ends)
     for e in edges:
         names = (e["src"],) if e["kind"] == "mention" else (e["src"], e["dst"])
         # a passage's own title is often a pronoun ("She was born in Warsaw")

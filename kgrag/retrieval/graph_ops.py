@@ -488,7 +488,7 @@ class GraphOps:
             {x for e in edges for x in (e["src"], e["dst"], e.get("evidence", ""))} - {""}
         )
         reader = self.r.reader
-        names = {e.id: e.name for e in reader.entities([x for x in ends if x.startswith("e:")])}
+        names = reader.entity_names([x for x in ends if x.startswith("e:")])
         chunks = reader.chunks([x for x in ends if x.startswith("c:")])
         titles = {d.id: d.title for d in reader.documents(sorted({c.doc_id for c in chunks}))}
         return names | {c.id: titles.get(c.doc_id, c.id) for c in chunks}

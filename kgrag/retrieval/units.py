@@ -342,7 +342,7 @@ def _entity_sources(reader: GraphReader) -> dict[str, Source]:
         ids = reader.ids("facts", rows)
         relations = {r.id: r for r in reader.relations(ids)}
         ends = sorted({e for r in relations.values() for e in (r.src, r.dst)})
-        names = {e.id: e.name for e in reader.entities(ends)}
+        names = reader.entity_names(ends)
         return [_fact_item(relations[i], names) for i in ids]
 
     return {

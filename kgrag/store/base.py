@@ -156,6 +156,12 @@ class GraphReader(ABC):
     def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
         """Entities by id (all when None), with the chunks that mention them."""
 
+    def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """The name of each of the entities ``ids`` that exists: what a quote or a path
+        shows, without the mentions an :meth:`entities` record carries (a general term
+        has thousands)."""
+        return {e.id: e.name for e in self.entities(ids)}
+
     @abstractmethod
     def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
         """Entity mentions in the given chunks (all when None)."""

@@ -91,6 +91,10 @@ class CountingReader(GraphReader):
         self._log("entities", "entities", ids)
         return self.inner.entities(ids)
 
+    def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        self._log("entity_names", "entities", ids)
+        return self.inner.entity_names(ids)
+
     def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
         self._log("mentions", "mentions", chunk_ids)
         return self.inner.mentions(chunk_ids)

@@ -1098,6 +1098,17 @@ class Neo4jGraphReader(GraphReader):
         got = self._memo("entity", ids, fetch)
         return sorted(got.values(), key=lambda e: e.id)
 
+    def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        label = self.L["entities"]
+
+        def fetch(wanted: list[str]) -> dict[str, Any]:
+            found = self._q(
+                f"MATCH (e:`{label}`) WHERE e.id IN $ids RETURN e.id, e.rec", ids=wanted
+            )
+            return {r[0]: schema.entity(json.loads(r[1]), ()).name for r in found}
+
+        return self._memo("entity-name", ids, fetch)
+
     def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
         where = "" if chunk_ids is None else "WHERE c.id IN $ids "
         found = self._q(

@@ -380,6 +380,9 @@ class SQLiteGraphReader(GraphReader):
         out = [schema.entity(r, tuple(sorted(chunks.get(r[0], ())))) for r in rows]
         return sorted(out, key=lambda e: e.id)
 
+    def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        return dict(self._by_ids("SELECT id, name FROM entities", "id", ids))
+
     def mentions_of(self, entity_ids: Sequence[str] | None) -> list[Mention]:
         """Mentions of the given entities (all when None)."""
         sql = "SELECT entity_id, chunk_id, count FROM mentions"

@@ -123,6 +123,8 @@ def test_round_trip(store):
         assert r.tree_nodes() == want["tree_nodes"]
         danube = r.entities(["e:d"])[0]
         assert danube.aliases == ("Donau",) and danube.chunk_ids == ("c:1",)
+        assert r.entity_names(["e:v", "e:d", "e:none"]) == {"e:d": "Danube", "e:v": "Vistula"}
+        assert r.entity_names([]) == {}
         ids, matrix = r.vectors("chunks")
         assert ids == ["c:1", "c:2"] and matrix.shape == (2, 4)
         assert r.vectors("facts")[0] == []
