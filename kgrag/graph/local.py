@@ -591,24 +591,36 @@ def _weighted(g: ig.Graph, s: LocalSettings) -> ig.Graph:
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
-    """0-based rank of each entry, best (largest) first; ties by position."""
-    order = descending(x)
+    """0-based rank of each entry, best (largest) first; ties by position. Where no
+    entry is negative and some are zero (PageRank mass: passages the walk did not
+    reach), only the others are sorted; the zeros follow them in position order, as a
+    sort of every entry puts them."""
     ranks = np.empty(len(x))
-    ranks[order] = np.arange(len(x))
+    some = np.flatnonzero(x != 0)
+    if 10 * len(some) < 9 * len(x) and float(x.min()) >= 0:
+        ranks[some[descending(x[some])]] = np.arange(len(some))
+        zeros = np.ones(len(x), dtype=bool)
+        zeros[some] = False
+        ranks[zeros] = len(some) + np.arange(len(x) - len(some))
+        return ranks
+    ranks[descending(x)] = np.arange(len(x))
     return ranks
 
 
 def descending(x: np.ndarray) -> np.ndarray:
     """Indexes of ``x`` by value, largest first, ties by index: ``argsort(-x)`` as a
-    stable sort would give it. For float32, one plain sort of 64-bit keys (the value's
-    bits mapped to an order-preserving unsigned int, then the index): 1.1 ms instead of
-    4.8 ms for 66k passages."""
-    if x.dtype != np.float32 or len(x) >= 2**32:
+    stable sort would give it. For float32, the value's bits are mapped to an
+    order-preserving unsigned int and sorted by two stable passes over its 16-bit
+    halves, low then high (numpy sorts 16-bit keys by radix): 23 ms instead of 49 for
+    699k passages (a sort of 64-bit value-and-index keys; a stable argsort: 52)."""
+    if x.dtype != np.float32:
         return np.argsort(-x, kind="stable")
     bits = (x + np.float32(0)).view(np.uint32)  # -0.0 + 0.0 is 0.0: equal zeros tie
     up = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(1 << 31))
-    key = ((~up).astype(np.uint64) << np.uint64(32)) | np.arange(len(x), dtype=np.uint64)
-    return (np.sort(key) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    key = ~up  # ascending key, descending value
+    low = np.argsort((key & np.uint32(0xFFFF)).astype(np.uint16), kind="stable")
+    high = np.argsort((key[low] >> np.uint32(16)).astype(np.uint16), kind="stable")
+    return low[high]
 
 
 def _top(scores: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -246,15 +246,13 @@ class GraphReader(ABC):
         (:func:`kgrag.graph.ppr.pushed_pagerank`; ``reset`` over every vertex). Each
         round reads the walk columns of its active vertices by :meth:`adjacency`; a
         server-backed store may run the whole push where the graph lives."""
-        from ..graph.ppr import csc_product, pushed_pagerank
+        from ..graph.ppr import pushed_pagerank
 
-        n = len(reset)
-
-        def product(active: np.ndarray, x: np.ndarray) -> np.ndarray:
+        def columns(active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             adj = self.adjacency("walk", active)
-            return csc_product(adj.indptr, adj.indices, adj.data, n, x)
+            return adj.indptr, adj.indices, adj.data
 
-        return pushed_pagerank(product, reset, damping, eps, rounds)
+        return pushed_pagerank(columns, reset, damping, eps, rounds)
 
     @abstractmethod
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:

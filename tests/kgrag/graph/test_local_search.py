@@ -39,3 +39,20 @@ def test_descending_is_a_stable_argsort_of_the_negated_values():
         assert np.array_equal(descending(x), np.argsort(-x, kind="stable"))
     y = rng.random(50)  # float64 takes numpy's own stable sort
     assert np.array_equal(descending(y), np.argsort(-y, kind="stable"))
+
+
+def test_ranks_of_mostly_zero_mass_are_those_of_a_full_sort():
+    from kgrag.graph.local import _ranks
+
+    rng = np.random.default_rng(4)
+    for n, share in ((0, 0.0), (1, 0.0), (1, 1.0), (500, 0.1), (500, 0.6), (500, 1.0)):
+        x = (rng.random(n) * (rng.random(n) < share)).astype(np.float32)
+        x[1::11] = -0.0 if n else x[1::11]
+        x[2::13] = x[2] if n > 2 else x[2::13]  # ties
+        want = np.empty(n)
+        want[np.argsort(-x, kind="stable")] = np.arange(n)
+        assert np.array_equal(_ranks(x), want)
+    signed = rng.standard_normal(300).astype(np.float32) * (rng.random(300) < 0.2)
+    want = np.empty(300)
+    want[np.argsort(-signed, kind="stable")] = np.arange(300)
+    assert np.array_equal(_ranks(signed), want)  # negatives: the full sort
