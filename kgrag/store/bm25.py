@@ -166,7 +166,11 @@ class Postings:
         """Documents matching any of ``tokens`` (one phrase each, in query order) and
         their BM25 scores (positive: SQLite's ``-bm25()``); reads those postings only."""
         n = len(self.length)
-        found_docs, found_scores = [], []
+        # summed per document in query order, as SQLite sums its phrases, into one
+        # vector over the documents: a common word's run over most of 2.5M community
+        # reports (600k passages) is added where it lies, not gathered, sorted and binned
+        total = np.zeros(n)
+        matched = np.zeros(n, dtype=bool)
         for token in tokens:
             key = token.encode()
             t = int(np.searchsorted(self.terms, key)) if len(self.terms) else 0
@@ -178,14 +182,11 @@ class Postings:
             f = counts.astype(np.float64)
             idf = inverse_frequency(n, len(docs))
             d = np.asarray(self.length[docs], dtype=np.float64)
-            found_docs.append(docs)
-            found_scores.append(idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl))))
-        if not found_docs:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        docs = np.concatenate(found_docs)
-        rows, inverse = np.unique(docs, return_inverse=True)
-        # summed per document in query order, as SQLite sums its phrases
-        return rows, np.bincount(inverse, weights=np.concatenate(found_scores), minlength=len(rows))
+            # a term's documents are distinct: one addition each
+            total[docs] += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl)))
+            matched[docs] = True
+        rows = np.flatnonzero(matched)
+        return rows, total[rows]
 
 
 def _slice(part: np.ndarray | FileRows, a: int, b: int) -> np.ndarray:
