@@ -96,7 +96,8 @@ def pushed_pagerank(
         moving = x > eps
         if not moving.any():
             break
-        at, y = spread(*columns(at[moving]), x[moving])
+        indptr, indices, data = columns(at[moving])
+        at, y = spread(indptr, indices, data, x[moving])
         x = damping * y
     return p
 
@@ -126,7 +127,7 @@ class _Spread:
         ptr, idx = np.asarray(indptr, dtype=index), np.asarray(indices, dtype=index)
         values, xs = np.asarray(data, dtype=kind), np.asarray(x, dtype=kind)
         if _csc_matvec is None:  # a scipy without the kernel module: the same order of sums
-            np.add.at(sums, idx, values * np.repeat(xs, np.diff(ptr)))
+            np.add.at(sums, idx.astype(np.int64), values * np.repeat(xs, np.diff(ptr)))
         else:
             _csc_matvec(self.n, len(ptr) - 1, ptr, idx, values, xs, sums)
         self.reached[idx] = True
