@@ -70,8 +70,8 @@ def pushed_pagerank(
     arrays ``(indptr, indices, data)`` of M[:, active] (a store's adjacency): each
     round reads the columns of the active vertices only. Between rounds the mass
     moving on is held sparse (:class:`_Spread`), so a round costs what its columns
-    hold, not the number of vertices (6.3M at 600k passages, where dense vectors
-    made each round ~15 ms); its sums are scipy's CSC product's to the bit."""
+    hold, not the number of vertices (6.4M at 600k passages, where vectors over every
+    vertex cost 10-30 ms a round); its sums are scipy's CSC product's to the bit."""
     if callable(matrix):
         columns = matrix
     else:
