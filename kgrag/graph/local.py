@@ -596,12 +596,11 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     reach), only the others are sorted; the zeros follow them in position order, as a
     sort of every entry puts them."""
     ranks = np.empty(len(x))
-    some = np.flatnonzero(x != 0)
+    zero = x == 0
+    some = np.flatnonzero(~zero)
     if 10 * len(some) < 9 * len(x) and float(x.min()) >= 0:
         ranks[some[descending(x[some])]] = np.arange(len(some))
-        zeros = np.ones(len(x), dtype=bool)
-        zeros[some] = False
-        ranks[zeros] = len(some) + np.arange(len(x) - len(some))
+        ranks[zero] = len(some) + np.arange(len(x) - len(some))
         return ranks
     ranks[descending(x)] = np.arange(len(x))
     return ranks

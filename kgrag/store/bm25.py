@@ -169,8 +169,7 @@ class Postings:
         # summed per document in query order, as SQLite sums its phrases, into one
         # vector over the documents: a common word's run over most of 2.5M community
         # reports (600k passages) is added where it lies, not gathered, sorted and binned
-        total = np.zeros(n)
-        matched = np.zeros(n, dtype=bool)
+        total = np.zeros(n)  # every matching document's score is positive (idf >= 1e-6)
         for token in tokens:
             key = token.encode()
             t = int(np.searchsorted(self.terms, key)) if len(self.terms) else 0
@@ -184,8 +183,7 @@ class Postings:
             d = np.asarray(self.length[docs], dtype=np.float64)
             # a term's documents are distinct: one addition each
             total[docs] += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl)))
-            matched[docs] = True
-        rows = np.flatnonzero(matched)
+        rows = np.flatnonzero(total)
         return rows, total[rows]
 
 
