@@ -20,7 +20,7 @@ import igraph as ig
 import numpy as np
 import scipy.sparse as sp
 
-from ..store.base import index_ranges
+from ..store.base import gather_rows
 
 try:  # scipy's CSC product kernel (what ``csc_matrix @ vector`` calls)
     from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
@@ -78,12 +78,7 @@ def pushed_pagerank(
         walk = matrix
 
         def columns(active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            starts = walk.indptr[active]
-            lengths = walk.indptr[active + 1] - starts
-            take = index_ranges(starts, lengths)
-            ptr = np.zeros(len(active) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=ptr[1:])
-            return ptr, walk.indices[take], walk.data[take]
+            return gather_rows(walk.indptr, walk.indices, walk.data, active)
 
     # the vertices holding the mass that moves on, and that mass (a float's `!= 0` and
     # then a scan of booleans: a fifth of the time of a scan of the floats)

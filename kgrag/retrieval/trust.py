@@ -110,20 +110,48 @@ _NOUN = (
 )
 _AI = r"(?:AI|assistant|chatbot|bot|LLM|language\s+model|GPT|ChatGPT|agent)"
 
-_DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
-    (name, weight, re.compile(pattern, re.IGNORECASE))
-    for name, weight, pattern in (
+# Each detector's anchors: groups of lowercase literals, one of each group found in any
+# text the pattern matches (``\s+`` between words: an anchor holds no space). A passage
+# whose folded copy (``_FOLD``, then lower case) lacks a group is not searched: most prose lacks one
+# of every detector's groups, and a literal test is far cheaper than the search (2Wiki
+# passages: ~25 against ~380 us for the table).
+_Anchors = tuple[tuple[str, ...], ...]
+_V = ("ignore", "disregard", "forget", "follow")
+_Q = (
+    *("previous", "prior", "above", "earlier", "preceding"),
+    *("foregoing", "original", "initial", "former"),
+)
+_N = (
+    *("instruction", "prompt", "context", "direction", "directive", "rules"),
+    *("guideline", "message", "command", "guidance", "constraints", "programming"),
+)
+_A = ("ai", "assistant", "chatbot", "bot", "llm", "language", "gpt", "agent")
+_TELL = (
+    *("reveal", "print", "repeat", "output", "show", "display", "leak"),
+    *("disclose", "tell", "give", "share", "dump", "recite", "send"),
+)
+_SEND = ("send", "post", "upload", "forward", "transmit", "exfiltrate")
+# the letters outside ASCII that IGNORECASE matches to an ASCII one (every code point
+# checked in the tests); any other character a literal of a pattern matches is that
+# literal's letter in either case
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+_DETECTORS: tuple[tuple[str, float, re.Pattern[str], _Anchors], ...] = tuple(
+    (name, weight, re.compile(pattern, re.IGNORECASE), anchors)
+    for name, weight, pattern, anchors in (
         (
             "override",
             STRONG,
             rf"\b{_VERB}\s+(?:(?:all|any|every|the|your|my|these|those|of)\s+){{0,3}}{_QUAL}"
             rf"\s+(?:\w+\s+)?{_NOUN}\b",
+            (_V, _Q, _N),
         ),
         (
             "override",
             STRONG,
             rf"\b(?:{_VERB}|override|bypass)\s+(?:(?:all|any|the|your|my|of)\s+){{0,3}}"
             r"(?:system|developer)\s+(?:prompt|instructions|message)\b",
+            ((*_V, "override", "bypass"), ("system", "developer")),
         ),
         (
             "override_loose",
@@ -131,17 +159,20 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"\b(?:override|bypass)\s+(?:(?:all|any|the|your|my|of)\s+){0,3}"
             rf"(?:{_QUAL}\s+)?(?:instructions|prompts?|safety\s+guidelines"
             r"|content\s+polic(?:y|ies))\b",
+            (("override", "bypass"),),
         ),
         (
             "override",
             STRONG,
             rf"\b{_VERB}\s+(?:(?:everything|anything|all)\s+(?:above|before|previously"
             r"|you\s+(?:were|have\s+been)\s+told)|the\s+above\b(?!-))",
+            (_V, ("above", "before", "previously", "told")),
         ),
         (
             "override_loose",
             MEDIUM,
             rf"\b{_VERB}\s+(?:all|any|your)\s+(?:of\s+)?(?:your\s+|the\s+)?{_NOUN}\b",
+            (_V, _N),
         ),
         (
             "role_reassignment",
@@ -149,50 +180,78 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"\byou\s+are\s+now\s+(?:(?:an?|in|the|my)\s+)?(?:(?:new|different|unrestricted"
             r"|unfiltered|uncensored|jailbroken|evil|developer|god|admin|debug|jailbreak)\s+)*"
             rf"(?:{_AI}|DAN|mode)\b",
+            (("you",), ("now",)),
         ),
-        ("role_reassignment_soft", MEDIUM, r"\byou\s+are\s+now\b"),
+        ("role_reassignment_soft", MEDIUM, r"\byou\s+are\s+now\b", (("you",), ("now",))),
         (
             "role_reassignment_soft",
             MEDIUM,
             r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall|should)\b",
+            (("now",), ("you",)),
         ),
         (
             "role_reassignment_soft",
             MEDIUM,
             r"\bpretend\s+(?:that\s+)?you\s+are\b|\brole-?play\s+as\b",
+            (("pretend", "roleplay", "role-play"),),
         ),
         (
             "act_as",
             MEDIUM,
             r"(?m)(?:^|[.!?:;]\s+|\b(?:please|now|you\s+(?:will|must|should|shall))\s+)"
             r"act\s+as\s+(?:if\s+you|an?\s|my\s|the\s|though\s+you)",
+            (("act",), ("as",)),
         ),
         (
             "new_instructions",
             STRONG,
             r"\b(?:new|updated|revised|real|actual|important|additional|secret|hidden|system|admin"
             r"|developer|override)\s+(?:instructions?|directives?|prompt|task|orders)\s*:",
+            (("instruction", "directive", "prompt", "task", "orders"), (":",)),
         ),
         (
             "addresses_model",
             MEDIUM,
             rf"\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+)?{_AI}\b",
+            (("note", "message", "instruction"), _A),
         ),
         (
             "addresses_model",
             MEDIUM,
             rf"(?-i:\b{_AI}\s*[,:]\s*(?:you\s+)?(?:must|should|will|need\s+to|shall)\b)",
+            (_A, ("must", "should", "will", "need", "shall"), (",", ":")),
         ),
-        ("addresses_model", STRONG, rf"\bif\s+you\s+are\s+an?\s+(?:\w+\s+)?{_AI}\b"),
-        ("system_prompt", MEDIUM, r"\bsystem\s+prompt\b"),
-        ("role_tag", STRONG, r"<\|[a-z_]{2,30}\|>|\[/?INST\]|<</?SYS>>"),
-        ("role_tag", STRONG, r"(?m)^[ \t]*#{2,4}[ \t]*(?:system|assistant|user|human)[ \t]*:"),
+        (
+            "addresses_model",
+            STRONG,
+            rf"\bif\s+you\s+are\s+an?\s+(?:\w+\s+)?{_AI}\b",
+            (("if",), ("you",), _A),
+        ),
+        ("system_prompt", MEDIUM, r"\bsystem\s+prompt\b", (("system",), ("prompt",))),
+        (
+            "role_tag",
+            STRONG,
+            r"<\|[a-z_]{2,30}\|>|\[/?INST\]|<</?SYS>>",
+            (("<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"),),
+        ),
+        (
+            "role_tag",
+            STRONG,
+            r"(?m)^[ \t]*#{2,4}[ \t]*(?:system|assistant|user|human)[ \t]*:",
+            (("##",), (":",)),
+        ),
         (
             "role_tag",
             STRONG,
             r"(?m)^[ \t]*system[ \t]*:[ \t]*(?:you|ignore|from\s+now|your|as\s+an?)\b",
+            (("system",), (":",)),
         ),
-        ("role_tag", MEDIUM, r"</?(?:system|system_prompt|instructions?)>"),
+        (
+            "role_tag",
+            MEDIUM,
+            r"</?(?:system|system_prompt|instructions?)>",
+            (("<system", "</system", "<instruction", "</instruction"),),
+        ),
         (
             "exfiltration",
             STRONG,
@@ -201,6 +260,7 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"(?:(?:full|entire|exact|original|initial|hidden|secret|internal|complete|whole)\s+)*"
             r"(?:system\s+(?:prompt|message)|initial\s+prompt|hidden\s+prompt|developer\s+message"
             r"|api\s+keys?)\b",
+            (("prompt", "message", "api"), _TELL),
         ),
         (
             "exfiltration",
@@ -208,6 +268,7 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"\b(?:reveal|print|repeat|output|leak|disclose|tell\s+me|give\s+me|dump|recite)\s+"
             r"(?:me\s+)?(?:all\s+(?:of\s+)?)?your\s+(?:\w+\s+)?"
             r"(?:instructions|prompt|credentials)\b",
+            (("your",), ("instructions", "prompt", "credentials")),
         ),
         (
             "exfiltration",
@@ -216,13 +277,20 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"(?:conversation|chat\s+history|context|system\s+prompt|prompt|api\s+keys?|credentials"
             r"|passwords?|secrets?|user\s+data|personal\s+data|previous\s+messages)\b"
             r"[^\n]{0,80}?(?:https?://|www\.)",
+            ((*_SEND, "leak", "email"), ("http", "www.")),
         ),
-        ("exfiltration", STRONG, r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]*(?:\{|%7B|\$\{|<)"),
+        (
+            "exfiltration",
+            STRONG,
+            r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]*(?:\{|%7B|\$\{|<)",
+            (("![",), ("http",)),
+        ),
         (
             "send_to_url",
             WEAK,
             r"\b(?:send|post|upload|forward|transmit|exfiltrate)\b[^\n.]{0,80}?"
             r"\bto\s+(?:https?://|www\.)",
+            (_SEND, ("http", "www.")),
         ),
         (
             "concealment",
@@ -230,18 +298,26 @@ _DETECTORS: tuple[tuple[str, float, re.Pattern[str]], ...] = tuple(
             r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention\s+(?:this|it)\s+to"
             r"|reveal\s+(?:this\s+)?to|let|alert|warn)\s+the\s+user\b"
             r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+the\s+user\b",
+            (("user",),),
         ),
         (
             "tool_injection",
             MEDIUM,
             r"\b(?:call|invoke|execute|trigger)\s+the\s+(?:[\w.-]+\s+){0,2}?(?:tool|plugin)\b",
+            (("tool", "plugin"), ("call", "invoke", "execute", "trigger")),
         ),
         (
             "tool_injection",
             STRONG,
             r"[\"'](?:function_call|tool_calls?|tool_use|tool_name)[\"']\s*:",
+            (("function_call", "tool_call", "tool_use", "tool_name"),),
         ),
-        ("tool_injection", STRONG, r"<(?:function_calls|tool_call|invoke)\b"),
+        (
+            "tool_injection",
+            STRONG,
+            r"<(?:function_calls|tool_call|invoke)\b",
+            (("<function_calls", "<tool_call", "<invoke"),),
+        ),
     )
 )
 # chat-transcript speaker labels at line start; two different ones make a dialogue
@@ -271,9 +347,8 @@ def assess(text: str, *, source_level: str = "community") -> Trust:
         raise ValueError(f"source_level must be one of {LEVELS}, got {source_level!r}")
     fired = _hidden_signals(text)
     scan = _normalise(text)
-    for name, weight, pattern in _DETECTORS:
-        if pattern.search(scan):
-            fired[name] = max(weight, fired.get(name, 0.0))
+    for name, weight in _detected(scan):
+        fired[name] = max(weight, fired.get(name, 0.0))
     speakers = {m.lower() for m in _TURN_MARKER.findall(scan)}
     if speakers:
         name = "turn_markers" if len(speakers) > 1 else "turn_marker"
@@ -292,6 +367,17 @@ def assess(text: str, *, source_level: str = "community") -> Trust:
     )
 
 
+def _detected(scan: str) -> list[tuple[str, float]]:
+    """(name, weight) of each detector of the table whose pattern finds ``scan``: only
+    those whose anchors the folded copy holds are searched."""
+    low = scan.translate(_FOLD).lower()
+    return [
+        (name, weight)
+        for name, weight, pattern, anchors in _DETECTORS
+        if all(any(a in low for a in group) for group in anchors) and pattern.search(scan)
+    ]
+
+
 def sanitize(text: str) -> tuple[str, bool]:
     """``text`` without hidden content, and whether anything was removed.
 
@@ -304,6 +390,8 @@ def sanitize(text: str) -> tuple[str, bool]:
     Visible text is left as it is, so offsets into it shift only where
     something was removed.
     """
+    if text.isascii() and "<" not in text and "[" not in text:
+        return text, False  # every pattern below needs one of these
     clean = _SCRIPT_STYLE.sub("", text)
     for start, end, _ in reversed(_hidden_elements(clean)):
         clean = clean[:start] + clean[end:]
@@ -316,6 +404,8 @@ def sanitize(text: str) -> tuple[str, bool]:
 
 def _normalise(text: str) -> str:
     """What the detectors read: visible text folded, hidden payloads appended."""
+    if text.isascii():  # nothing invisible, no tag characters, NFKC leaves it alone
+        return "\n".join([text, *(e for e in _decoded_blobs(text) if e)])
     extra = [_decode_tags(text), *_decoded_blobs(text)]
     visible = unicodedata.normalize("NFKC", _TAG_CHARS.sub("", _INVISIBLE.sub("", text)))
     return "\n".join([visible, *(e for e in extra if e)])
@@ -324,7 +414,7 @@ def _normalise(text: str) -> str:
 def _hidden_signals(text: str) -> dict[str, float]:
     """Detectors for content a human reader would not see."""
     names: list[str] = []
-    if _SUSPICIOUS_INVISIBLE.search(text):
+    if not text.isascii() and _SUSPICIOUS_INVISIBLE.search(text):
         names.append("invisible_chars")
     hidden = [_decode_tags(text)]
     if hidden[0]:

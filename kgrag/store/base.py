@@ -18,6 +18,11 @@ from typing import Any
 
 import numpy as np
 
+try:  # scipy's CSR row-gather kernel (what ``csr_matrix[rows]`` calls)
+    from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
+except ImportError:  # pragma: no cover - a scipy that moved it
+    _csr_row_index = None
+
 from ..types import (
     Chunk,
     Community,
@@ -105,6 +110,40 @@ class Adjacency:
 
     def of(self, i: int) -> np.ndarray:
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+
+def gather_rows(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``rows`` of the CSR arrays ``(indptr, indices, data)`` (columns, of CSC
+    ones), concatenated in request order: ``(indptr, indices, data)`` of the result.
+
+    Where ``indptr`` and ``indices`` share an integer type (an in-memory scipy
+    matrix's do) this is scipy's row-gather kernel (``csr_row_index``, what
+    ``matrix[rows]`` runs), a third of the time of :func:`index_ranges` and a fancy
+    index (2Wiki's walk: 55 against 181 us for 5,000 columns); else the latter."""
+    r = np.asarray(rows, dtype=np.int64)
+    starts = np.asarray(indptr[r], dtype=np.int64)
+    lengths = np.asarray(indptr[r + 1], dtype=np.int64) - starts
+    ptr = np.zeros(len(r) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    kind = indices.dtype
+    if (
+        _csr_row_index is not None
+        and indptr.dtype == kind
+        and kind in (np.int32, np.int64)
+        and isinstance(data, np.ndarray)
+        and data.dtype in (np.float32, np.float64)
+        and indptr.flags.c_contiguous
+        and indices.flags.c_contiguous
+        and data.flags.c_contiguous
+    ):
+        cols = np.empty(int(ptr[-1]), dtype=kind)
+        values = np.empty(int(ptr[-1]), dtype=data.dtype)
+        _csr_row_index(len(r), r.astype(kind), indptr, indices, data, cols, values)
+        return ptr, cols, values
+    take = index_ranges(starts, lengths)
+    return ptr, np.asarray(indices[take]), np.asarray(data[take])
 
 
 def index_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -23,7 +23,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidParams, StoreError
-from .base import GRAPHS, Adjacency, exact_scores, index_ranges, nearest_request, top_rows
+from .base import (
+    GRAPHS,
+    Adjacency,
+    exact_scores,
+    gather_rows,
+    index_ranges,
+    nearest_request,
+    top_rows,
+)
 from .derive import HALF_KINDS
 from .maps import FileRows, map_array
 
@@ -211,10 +219,9 @@ class ServingFiles:
             raise InvalidParams(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
         r = np.asarray(rows, dtype=np.int64)
         small = self._small_walk() if graph == "walk" else None
-        if small is not None:
-            indptr, indices = small.indptr, small.indices
-        else:
-            indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
+        if small is not None:  # in memory: scipy's gather kernel
+            return Adjacency(*gather_rows(small.indptr, small.indices, small.data, r))
+        indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
         starts, ends = np.asarray(indptr[r]), np.asarray(indptr[r + 1])
         lengths = ends - starts
         out_ptr = np.zeros(len(r) + 1, dtype=np.int64)
@@ -225,8 +232,7 @@ class ServingFiles:
             return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
         data = edge = None
         if graph == "walk":  # float32, as the walk is summed
-            data = small.data[take] if small is not None else self.array("walk.data")[take]
-            data = np.asarray(data)
+            data = np.asarray(self.array("walk.data")[take])
         elif graph == "relations":  # path lengths in float64, whatever the file's width
             data = np.asarray(self.array("relations.data")[take], dtype=np.float64)
             edge = np.asarray(self.array("relations.edge")[take], dtype=np.int64)

@@ -91,3 +91,23 @@ def test_pushes_run_scipys_column_product_to_the_bit():
         want = matrix[:, active] @ x
         assert np.array_equal(rows, np.flatnonzero(want))
         assert np.array_equal(sums, want[rows])
+
+
+def test_gathered_columns_are_scipys_slices_either_way():
+    import scipy.sparse as sp
+
+    from kgrag.store.base import gather_rows
+
+    m = sp.random(300, 300, density=0.05, random_state=4, format="csc", dtype=np.float32)
+    rows = np.array([7, 0, 299, 7, 150, 42])  # any order, repeats kept
+    want = m[:, rows]
+    for indptr, indices in (
+        (m.indptr, m.indices),  # one integer type: scipy's kernel
+        (m.indptr.astype(np.int64), m.indices.astype(np.int32)),  # two: index ranges
+    ):
+        ptr, cols, data = gather_rows(indptr, indices, m.data, rows)
+        assert ptr.tolist() == want.indptr.tolist()
+        assert cols.tolist() == want.indices.tolist()
+        assert data.dtype == np.float32 and data.tolist() == want.data.tolist()
+    ptr, cols, data = gather_rows(m.indptr, m.indices, m.data, np.array([], dtype=np.int64))
+    assert ptr.tolist() == [0] and len(cols) == len(data) == 0
