@@ -28,6 +28,10 @@ except ImportError:  # pragma: no cover - a scipy that moved it
     _csc_matvec = None
 
 _PPR_ROUNDS, _PPR_TOL = 100, 1e-10
+#: a push round finds the rows it reaches by sorting its entries where they number
+#: under 1 / this of the rows (a sort of 400 entries: 3 us; a scan of 64k sums: 13 us,
+#: of 6.4M: ~2 ms), else by a scan of the sums
+_FEW_ENTRIES = 512
 
 
 def _adjacency(g: ig.Graph) -> sp.csr_matrix:
@@ -99,17 +103,22 @@ def pushed_pagerank(
 
 class _Spread:
     """A @ x for the CSC columns A = (data, indices, indptr) of one push's rounds, as
-    (rows, sums): the rows the columns reach, ascending, and each one's sum. The sums
-    run through scipy's CSC product kernel (``csc_matvec``: each product rounded, then
-    added to its row in column order and, within a column, in stored order, in the
-    result's dtype) on scratch vectors over every row kept for the whole push, whose
-    reached entries are read and zeroed again after each round: a round touches what
-    its columns hold, not a new vector of every row."""
+    (rows, sums): the rows the columns reach, ascending, and each one's sum (a row
+    whose sum is exactly 0 may be left out: it moves no mass). The sums run through
+    scipy's CSC product kernel (``csc_matvec``: each product rounded, then added to its
+    row in column order and, within a column, in stored order, in the result's dtype)
+    on a scratch vector over every row kept for the whole push, whose reached entries
+    are read and zeroed again after each round: a round allocates what its columns
+    reach, not a vector of every row.
+
+    The rows reached are found by sorting the columns' entries where they are few
+    against the rows (:data:`_FEW_ENTRIES`), else by one scan of the sums for nonzeros
+    (2Wiki's 64k vertices: 36 us, where marking 138k entries in a boolean vector and
+    scanning that took 420)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.sums: np.ndarray | None = None
-        self.reached = np.zeros(n, dtype=bool)
 
     def __call__(
         self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, x: np.ndarray
@@ -125,9 +134,14 @@ class _Spread:
             np.add.at(sums, idx.astype(np.int64), values * np.repeat(xs, np.diff(ptr)))
         else:
             _csc_matvec(self.n, len(ptr) - 1, ptr, idx, values, xs, sums)
-        self.reached[idx] = True
-        rows = np.flatnonzero(self.reached)
-        self.reached[rows] = False
+        if len(idx) * _FEW_ENTRIES < self.n:  # sorted, each once
+            rows = np.sort(idx)
+            keep = np.empty(len(rows), dtype=bool)
+            keep[:1] = True
+            np.not_equal(rows[1:], rows[:-1], out=keep[1:])
+            rows = rows[keep]
+        else:  # `!= 0`, then a scan of booleans: a fifth of the time of a scan of floats
+            rows = np.flatnonzero(sums != 0)
         found = sums[rows]
         sums[rows] = 0
         return rows, found
