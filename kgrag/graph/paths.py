@@ -22,14 +22,14 @@ evidence chunk is among the leaves:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..ids import content_id
-from ..store import GraphReader
+from ..store import Adjacency, GraphReader, PathLimits
 from ..types import Relation
 
 _MAX_HOPS = 3
@@ -78,13 +78,18 @@ class PathFinder:
         #: "film"): a path pays :data:`_GENERIC_TOLL` to reach it, so it goes through
         #: specific entities wherever they connect
         self.generic = max(_GENERIC_MIN, reader.size("chunks") * _GENERIC_SHARE)
+        self.limits = PathLimits(
+            limit=_MAX_HOPS * _COOC_LENGTH,
+            hub_degree=_HUB_DEGREE,
+            max_reached=_MAX_REACHED,
+            max_offers=_MAX_OFFERS,
+            generic=self.generic,
+            toll=_GENERIC_TOLL,
+        )
 
     def toll(self, rows: np.ndarray) -> np.ndarray:
         """The extra length of reaching each entity row (general terms cost more)."""
-        if not len(rows):
-            return np.zeros(0)
-        chunks = self.reader.attribute("entities", "chunks", np.asarray(rows, dtype=np.int64))
-        return np.where(chunks > self.generic, _GENERIC_TOLL, 0.0)
+        return tolls(self.reader, rows, self.limits)
 
     def explain(
         self,
@@ -265,65 +270,9 @@ class PathFinder:
     def _rounds(
         self, seeds: list[int], groups: list[set[int]] | None
     ) -> tuple[dict[int, float], dict[int, int]]:
-        """Multi-source shortest paths by rounds of equal length (edge lengths are
-        multiples of 0.5, so every round settles one length exactly), reading the
-        adjacency of one round's vertices at a time, up to the length limit, or until
-        a member of every group in ``groups`` is settled, or after :data:`_MAX_REACHED`
-        entities, or before a round that would follow more than :data:`_MAX_OFFERS`
-        edges in all. A path does not pass through an
-        entity of more than :data:`_HUB_DEGREE` relations (a seed excepted). Of equally
-        short paths, the one from the better seed wins, then the one through the lower
-        row."""
-        dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
-        pred: dict[int, int] = dict.fromkeys(seeds, -9999)
-        root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
-        settled: set[int] = set()
-        pending = {0.0: set(seeds)}
-        limit = _MAX_HOPS * _COOC_LENGTH
-        offers = 0
-        while pending:
-            length = min(pending)
-            if length > limit:
-                break
-            batch = sorted(v for v in pending.pop(length) if v not in settled and dist[v] == length)
-            settled.update(batch)
-            if groups is not None and all(g & settled for g in groups):
-                break
-            if len(settled) > _MAX_REACHED:  # the rest is too far to explain anything
-                break
-            adj = self.reader.adjacency("relations", np.array(batch, dtype=np.int64))
-            degree = np.diff(adj.indptr)
-            u = np.repeat(np.array(batch, dtype=np.int64), degree)
-            v = adj.indices.astype(np.int64)
-            d = length + adj.data + self.toll(v)
-            rank = np.array([root[x] for x in batch], dtype=np.int64)[
-                np.repeat(np.arange(len(batch)), degree)
-            ]
-            # a hub (a concept hundreds of entities co-occur with) is an end, not a way
-            through = np.repeat((degree <= _HUB_DEGREE) | (length == 0), degree)
-            keep = (d <= limit) & through
-            offers += int(keep.sum())
-            if offers > _MAX_OFFERS and length > 0:  # this round would read too far
-                break
-            # the best offer to each vertex: shortest, then from the better seed, lower row
-            order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
-            v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
-            first = np.ones(len(v), dtype=bool)
-            first[1:] = v[1:] != v[:-1]
-            for x, dx, ux, rx in zip(
-                v[first].tolist(),
-                d[first].tolist(),
-                u[first].tolist(),
-                rank[first].tolist(),
-                strict=True,
-            ):
-                if x in settled:
-                    continue
-                before = dist.get(x, np.inf)
-                if dx < before or (dx == before and rx < root[x]):
-                    dist[x], pred[x], root[x] = dx, ux, rx
-                    pending.setdefault(dx, set()).add(x)
-        return dist, pred
+        """Shortest paths from ``seeds`` by the store (:func:`path_rounds`, the
+        search's limits)."""
+        return self.reader.shortest_paths(seeds, groups, self.limits)
 
     def _end(
         self,
@@ -419,6 +368,83 @@ class Chains:
 
     ids: dict[int, str]
     relations: dict[tuple[int, int], Relation]
+
+
+def tolls(reader: GraphReader, rows: np.ndarray, limits: PathLimits) -> np.ndarray:
+    """The extra length of reaching each entity row: ``limits.toll`` for an entity more
+    than ``limits.generic`` passages mention (a general term), else 0."""
+    if not len(rows):
+        return np.zeros(0)
+    chunks = reader.attribute("entities", "chunks", np.asarray(rows, dtype=np.int64))
+    return np.where(chunks > limits.generic, limits.toll, 0.0)
+
+
+def path_rounds(
+    adjacency: Callable[[np.ndarray], Adjacency],
+    toll: Callable[[np.ndarray], np.ndarray],
+    seeds: Sequence[int],
+    groups: Sequence[set[int]] | None,
+    limits: PathLimits,
+) -> tuple[dict[int, float], dict[int, int]]:
+    """Multi-source shortest paths by rounds of equal length (edge lengths and tolls are
+    multiples of 0.5, so every round settles one length exactly), reading the relation
+    ``adjacency`` of one round's vertices at a time and the ``toll`` of the entities
+    they reach, up to ``limits.limit``, or until a member of every group in ``groups``
+    is settled, or after ``limits.max_reached`` entities, or before a round that would
+    follow more than ``limits.max_offers`` edges in all. A path does not pass through an
+    entity of more than ``limits.hub_degree`` relations (a seed excepted). Of equally
+    short paths, the one from the better seed (earlier in ``seeds``) wins, then the one
+    through the lower row. Each entity's length and predecessor (-9999 at a seed)."""
+    seeds = list(seeds)
+    dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
+    pred: dict[int, int] = dict.fromkeys(seeds, -9999)
+    root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
+    settled: set[int] = set()
+    pending = {0.0: set(seeds)}
+    offers = 0
+    while pending:
+        length = min(pending)
+        if length > limits.limit:
+            break
+        batch = sorted(v for v in pending.pop(length) if v not in settled and dist[v] == length)
+        settled.update(batch)
+        if groups is not None and all(g & settled for g in groups):
+            break
+        if len(settled) > limits.max_reached:  # the rest is too far to explain anything
+            break
+        adj = adjacency(np.array(batch, dtype=np.int64))
+        degree = np.diff(adj.indptr)
+        u = np.repeat(np.array(batch, dtype=np.int64), degree)
+        v = adj.indices.astype(np.int64)
+        d = length + adj.data + toll(v)
+        rank = np.array([root[x] for x in batch], dtype=np.int64)[
+            np.repeat(np.arange(len(batch)), degree)
+        ]
+        # a hub (a concept hundreds of entities co-occur with) is an end, not a way
+        through = np.repeat((degree <= limits.hub_degree) | (length == 0), degree)
+        keep = (d <= limits.limit) & through
+        offers += int(keep.sum())
+        if offers > limits.max_offers and length > 0:  # this round would read too far
+            break
+        # the best offer to each vertex: shortest, then from the better seed, lower row
+        order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
+        v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
+        first = np.ones(len(v), dtype=bool)
+        first[1:] = v[1:] != v[:-1]
+        for x, dx, ux, rx in zip(
+            v[first].tolist(),
+            d[first].tolist(),
+            u[first].tolist(),
+            rank[first].tolist(),
+            strict=True,
+        ):
+            if x in settled:
+                continue
+            before = dist.get(x, np.inf)
+            if dx < before or (dx == before and rx < root[x]):
+                dist[x], pred[x], root[x] = dx, ux, rx
+                pending.setdefault(dx, set()).add(x)
+    return dist, pred
 
 
 def _within(group: set[int], dist: dict[int, float], length: float) -> bool:

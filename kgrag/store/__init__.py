@@ -14,6 +14,7 @@ from .base import (
     GraphStore,
     GraphWriter,
     PassageText,
+    PathLimits,
 )
 from .derive import ANN_MIN_ROWS
 from .sqlite import SQLiteGraphStore
@@ -63,6 +64,7 @@ __all__ = [
     "copy_graph",
     "GRAPHS",
     "Adjacency",
+    "PathLimits",
     "RECORD_KINDS",
     "VECTOR_KINDS",
     "GraphReader",

@@ -112,6 +112,22 @@ class Adjacency:
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
 
+@dataclass(frozen=True, slots=True)
+class PathLimits:
+    """How far a provenance path search goes (:meth:`GraphReader.shortest_paths`): path
+    lengths up to ``limit``; no path through an entity of more than ``hub_degree``
+    relations (a seed excepted); it stops after settling ``max_reached`` entities, or
+    before a round that would follow more than ``max_offers`` edges in all. Reaching an
+    entity more than ``generic`` passages mention costs ``toll`` more."""
+
+    limit: float
+    hub_degree: int
+    max_reached: int
+    max_offers: int
+    generic: float
+    toll: float
+
+
 def gather_rows(
     indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -292,6 +308,24 @@ class GraphReader(ABC):
             return adj.indptr, adj.indices, adj.data
 
         return pushed_pagerank(columns, reset, damping, eps, rounds)
+
+    def shortest_paths(
+        self, seeds: Sequence[int], groups: Sequence[set[int]] | None, limits: PathLimits
+    ) -> tuple[dict[int, float], dict[int, int]]:
+        """Multi-source shortest paths over the relations from the entity rows ``seeds``
+        (best first) until an entity of every group is settled (every entity within
+        the limits when None): each entity's length and predecessor row (-9999 at a
+        seed). :func:`kgrag.graph.paths.path_rounds` over :meth:`adjacency` and the
+        entities' ``chunks``; a server-backed store may run it where the graph lives."""
+        from ..graph.paths import path_rounds, tolls
+
+        return path_rounds(
+            lambda rows: self.adjacency("relations", rows),
+            lambda rows: tolls(self, rows, limits),
+            seeds,
+            groups,
+            limits,
+        )
 
     @abstractmethod
     def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +189,53 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     bad = b.store.run
     with pytest.raises(StoreError, match="outside"):
         bad("CALL kgrag.push('Nope', [5], [1.0], 3, 0.5, 1e-5, 10) YIELD mass RETURN mass")
+
+
+def test_the_path_search_runs_in_the_database(both):
+    """kgrag.paths gives the client's path lengths and predecessors, cold and from its
+    cache, whatever stops the search (groups met, the length limit, the reached and
+    offered caps, hubs), and a server without it answers the same from the client."""
+    from kgrag.graph.paths import PathFinder
+
+    a, b = both
+    assert "kgrag.paths" in b.store.procedures()
+    shipped = PathFinder(a).limits
+    n = a.size("entities")
+    degree = a.attribute("entities", "degree")
+    hubs = np.argsort(-degree)[:3].tolist()  # the best connected, as seeds and as ways
+    rng = np.random.default_rng(5)
+    tried = reached = 0
+    for limits in (
+        shipped,
+        replace(shipped, hub_degree=2, toll=1.0, generic=1.0),
+        replace(shipped, max_reached=4),
+        replace(shipped, max_offers=3),
+        replace(shipped, limit=1.5),
+    ):
+        for seeds in (
+            [hubs[0]],
+            hubs,
+            rng.choice(n, 4, replace=False).tolist(),
+            [hubs[1], hubs[1]],
+        ):
+            far = rng.choice(n, 6, replace=False).tolist()
+            for groups in (None, [], [{far[0]}], [{far[1], far[2]}, {far[3]}, set()], [set(far)]):
+                folder = a.shortest_paths(seeds, groups, limits)
+                assert b.shortest_paths(seeds, groups, limits) == folder, (limits, seeds, groups)
+                b.server_push = False
+                try:
+                    assert b.shortest_paths(seeds, groups, limits) == folder
+                finally:
+                    b.server_push = True
+                tried += 1
+                reached += len(folder) > len(set(seeds))
+    assert reached > tried // 3  # the searches went somewhere (an empty groups list stops at once)
+    bad = b.store.run
+    with pytest.raises(StoreError, match="outside"):
+        bad(
+            "CALL kgrag.paths('Nope', [5], [], false, 4.5, 500, 10, 10, 20.0, 1.0, 3) "
+            "YIELD rows RETURN rows"
+        )
 
 
 def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, monkeypatch):

@@ -87,6 +87,7 @@ public final class Launcher {
         procedures.registerProcedure(Push.class);
         procedures.registerProcedure(Similarity.class);
         procedures.registerProcedure(Bm25.class);
+        procedures.registerProcedure(PathSearch.class);
         db.executeTransactionally("RETURN 1");
         String uri = "bolt://127.0.0.1:" + port;
         Path tmp = home.resolve("bolt.uri.tmp");

@@ -182,8 +182,8 @@ public final class Push {
         if (node == null) {
             return new Column(new int[0], new float[0]);
         }
-        long[] rows = longs(node.getProperty("walk", null));
-        double[] weights = doubles(node.getProperty("walk_w", null));
+        long[] rows = Props.longs(node.getProperty("walk", null), "walk");
+        double[] weights = Props.doubles(node.getProperty("walk_w", null), "walk_w");
         if (rows.length != weights.length) {
             throw new IllegalStateException(
                     "kgrag.push: vertex " + v + " has walk and walk_w of different lengths");
@@ -202,35 +202,5 @@ public final class Push {
             throw new IllegalArgumentException("kgrag.push: vertex " + v + " outside 0.." + (size - 1));
         }
         return (int) v;
-    }
-
-    private static long[] longs(Object value) {
-        if (value == null) {
-            return new long[0];
-        }
-        if (value instanceof long[] a) {
-            return a;
-        }
-        if (value instanceof int[] a) {
-            return Arrays.stream(a).asLongStream().toArray();
-        }
-        throw new IllegalStateException("kgrag.push: walk is not a list of integers");
-    }
-
-    private static double[] doubles(Object value) {
-        if (value == null) {
-            return new double[0];
-        }
-        if (value instanceof double[] a) {
-            return a;
-        }
-        if (value instanceof float[] a) {
-            double[] out = new double[a.length];
-            for (int i = 0; i < a.length; i++) {
-                out[i] = a[i];
-            }
-            return out;
-        }
-        throw new IllegalStateException("kgrag.push: walk_w is not a list of floats");
     }
 }

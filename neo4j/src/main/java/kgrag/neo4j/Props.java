@@ -1,0 +1,40 @@
+package kgrag.neo4j;
+
+import java.util.Arrays;
+
+/** Node properties the procedures read, as Java arrays whatever width they were stored in. */
+final class Props {
+    private Props() {}
+
+    /** A list of integers (absent: empty). */
+    static long[] longs(Object value, String name) {
+        if (value == null) {
+            return new long[0];
+        }
+        if (value instanceof long[] a) {
+            return a;
+        }
+        if (value instanceof int[] a) {
+            return Arrays.stream(a).asLongStream().toArray();
+        }
+        throw new IllegalStateException("kgrag: property " + name + " is not a list of integers");
+    }
+
+    /** A list of floats (absent: empty). */
+    static double[] doubles(Object value, String name) {
+        if (value == null) {
+            return new double[0];
+        }
+        if (value instanceof double[] a) {
+            return a;
+        }
+        if (value instanceof float[] a) {
+            double[] out = new double[a.length];
+            for (int i = 0; i < a.length; i++) {
+                out[i] = a[i];
+            }
+            return out;
+        }
+        throw new IllegalStateException("kgrag: property " + name + " is not a list of floats");
+    }
+}
