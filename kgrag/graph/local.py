@@ -269,12 +269,12 @@ class LocalSearch:
         features; empty when nothing is reranked)."""
         r = self.reader
         reranked = self.settings.rerank_depth > 0
-        sparse = _soon(r, self._sparse, query, BM25_DEPTH) if reranked else None
+        sparse = soon(r, self._sparse, query, BM25_DEPTH) if reranked else None
         spans = self.names.spans(query) if self.n_entities else None
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
-        scan = _soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
+        scan = soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
         seeds, seed_rows, facts, named = self._seeds(qvec, known, span_vecs)
         dense = scan.result() if scan else np.zeros(0)
         mass = self._ppr(seed_rows, dense)
@@ -483,15 +483,15 @@ class LocalSearch:
             return facts, fids, {x.id: x for x in r.relations(fids)}
 
         # the three nearest-neighbour reads start together (overlapping on a server)
-        fact_read = _soon(r, nearest_facts)
+        fact_read = soon(r, nearest_facts)
         entities = self.n_entities > 0
         top_read = (
-            _soon(r, r.nearest, "entities", qvec, s.top_entities)
+            soon(r, r.nearest, "entities", qvec, s.top_entities)
             if entities and s.top_entities > 0
             else None
         )
         span_read = (
-            _soon(r, r.nearest, "entities", np.asarray(span_vecs), 1)
+            soon(r, r.nearest, "entities", np.asarray(span_vecs), 1)
             if entities and len(span_vecs)
             else None
         )
@@ -562,7 +562,7 @@ class _Later:
         return self.fn(*self.args)
 
 
-def _soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
+def soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` started now, beside the search's other reads, where the reader
     reads from a server (:attr:`GraphReader.concurrent_reads`: the server works on
     both at once and the round trips overlap); otherwise done when asked for."""

@@ -74,16 +74,16 @@ class PathFinder:
 
     def __init__(self, reader: GraphReader) -> None:
         self.reader = reader
-        #: an entity more passages than this mention is a general term (a concept such as
-        #: "film"): a path pays :data:`_GENERIC_TOLL` to reach it, so it goes through
-        #: specific entities wherever they connect
-        self.generic = max(_GENERIC_MIN, reader.size("chunks") * _GENERIC_SHARE)
+        #: how far a path search goes; an entity more passages mention than
+        #: ``limits.generic`` is a general term (a concept such as "film"): a path pays
+        #: :data:`_GENERIC_TOLL` to reach it, so it goes through specific entities
+        #: wherever they connect
         self.limits = PathLimits(
             limit=_MAX_HOPS * _COOC_LENGTH,
             hub_degree=_HUB_DEGREE,
             max_reached=_MAX_REACHED,
             max_offers=_MAX_OFFERS,
-            generic=self.generic,
+            generic=max(_GENERIC_MIN, reader.size("chunks") * _GENERIC_SHARE),
             toll=_GENERIC_TOLL,
         )
 

@@ -44,6 +44,12 @@ class LocalCall:
     explained: dict[str, Any]  # chunk id -> kgrag.graph.paths.Explanation
     seeds: list[str]  # seed entities, best first
     reading: Any  # kgrag.graph.evidence.Reading: what the search read of its passages
+    records: Any = None  # the passages' hit records being read beside the explanation
+
+    def records_read(self) -> None:
+        """Wait for the passages' records (read beside the explanation) to be in."""
+        if self.records is not None:
+            self.records.result()
 
 
 class GraphParams(BaseModel):
@@ -142,7 +148,8 @@ class GraphOps:
         # path hits skip passages their search only names: they look twice as deep, as
         # retrieve's unit path does (the best k passages are the same either way)
         depth = k * 2 if "path" in units else k
-        hits = self._local_hits(p, self._local(str(p.query), depth), units, k)
+        call = self._local(str(p.query), depth, records=k if "chunk" in units else 0)
+        hits = self._local_hits(p, call, units, k)
         hits = self._dedup(p, hits)
         return {"hits": hits, "usage": {"candidates": len(self.r.sources["chunk"].ids)}}
 
@@ -263,18 +270,28 @@ class GraphOps:
 
     # -- building hits -----------------------------------------------------------------------
 
-    def _local(self, query: str, k: int) -> LocalCall:
-        """Local search and the explanation of each passage."""
+    def _local(self, query: str, k: int, records: int = 0) -> LocalCall:
+        """Local search and the explanation of each passage; with ``records``, the hit
+        records of the best that many passages are read meanwhile (from a server: the
+        round trips overlap the explanation's)."""
+        from ..graph.evidence import Reading
+        from ..graph.local import soon
+
         found = self._part("local").search(query, k)
         seeds = path_sources(found)
         passages = [c for c, _ in found.passages]
-        from ..graph.evidence import Reading
-
+        early = None
+        if records and passages:
+            early = soon(self.r.reader, self._chunk_records, passages[:records])
         reading = Reading(self.r.reader, found.qvec)
         explained = self._part("paths").explain(
             seeds, passages, found.via, qvec=found.qvec, reading=reading
         )
-        return LocalCall(found, explained, seeds, reading)
+        return LocalCall(found, explained, seeds, reading, early)
+
+    def _chunk_records(self, ids: list[str]) -> None:
+        """Build the hit records of chunk ``ids`` (one batch)."""
+        prefetch(self.r.sources["chunk"], self.r.reader.rows("chunks", ids).tolist())
 
     def _plan(self, p: GraphParams, k: int) -> Any:
         return self.r._plan(
@@ -304,6 +321,7 @@ class GraphOps:
             quote_edges(call.reading, [explained[c] for c, _ in found.passages])
         hits: list[dict[str, Any]] = []
         if "chunk" in units:
+            call.records_read()
             source = self.r.sources["chunk"]
             best = found.passages[:k]
             ids = [c for c, _ in best]

@@ -1295,7 +1295,11 @@ class Neo4jGraphReader(GraphReader):
         missing = [x for x in r if x not in by_row]
         if missing:
             raise StoreError(f"{kind}: no row {missing[0]}")
-        return [by_row[x] for x in r]
+        found = [by_row[x] for x in r]
+        # and the other way: a search looks up by id the rows it was given the ids of
+        back = dict(zip(found, r, strict=True))
+        self._memo(f"row:{kind}", found, lambda wanted: {i: back[i] for i in wanted})
+        return found
 
     def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
         kind = _check_kind(kind)
@@ -1312,6 +1316,9 @@ class Neo4jGraphReader(GraphReader):
             return {k: by_id.get(k, -1) for k in wanted}  # -1: no such id, for good
 
         by_id = self._memo(f"row:{kind}", list(ids), fetch)
+        if kind not in ROW_PROPS:  # and the other way (a kind with row props reads them)
+            back = {row: i for i, row in by_id.items() if row >= 0}
+            self._memo(f"id:{kind}", list(back), lambda wanted: {x: back[x] for x in wanted})
         return np.array([by_id.get(i, -1) for i in ids], dtype=np.int64)
 
     def matrix(self, kind: str) -> Any:
@@ -1630,10 +1637,14 @@ class Neo4jGraphReader(GraphReader):
         def fetch(wanted: list[int]) -> dict[int, str]:
             found = self._q(
                 f"UNWIND $edges AS k MATCH (:`{ent}`)-[r:RELATED {{edge: k}}]->(:`{ent}`) "
-                "RETURN k, r.id",
+                "RETURN k, r.id, r.rec",
                 edges=sorted(wanted),
             )
-            return {int(a): b for a, b in found}
+            # the records too, kept for the read of them that follows (paths' chains and
+            # endings ask for the relations of the edges they found): one query, not two
+            recs = {b: rec for _, b, rec in found}
+            self._memo("relation", list(recs), lambda ids: {i: recs[i] for i in ids})
+            return {int(a): b for a, b, _ in found}
 
         by = self._memo("edge", e, fetch)
         return [by[x] for x in e]
