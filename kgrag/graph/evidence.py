@@ -140,10 +140,12 @@ def state_endings(
     reading: Reading,
     explained: Mapping[str, Explanation],
     mentioned: Mapping[str, np.ndarray],
+    also: Iterable[str] = (),
 ) -> None:
     """End each path of ``explained`` (passage id -> explanation) whose last edge is
     "X mentioned in P" with the relation P states about X closest to the query,
-    in place. ``mentioned``: the entity rows each passage mentions."""
+    in place. ``mentioned``: the entity rows each passage mentions; ``also``: passages
+    to read with the ones it reads (where it reads any), for the caller's next step."""
     reader = reading.reader
     ends = {
         cid: ex.edges[-1]["src"]
@@ -180,7 +182,7 @@ def state_endings(
             options[cid].append(rel)
     if not options:
         return
-    reading.read(options)
+    reading.read({*options, *also})
     others = sorted({r.dst if r.src == ends[c] else r.src for c, rs in options.items() for r in rs})
     near = reading.near(others)
     for cid, rels in options.items():

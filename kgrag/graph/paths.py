@@ -99,13 +99,16 @@ class PathFinder:
         distances: tuple[dict[int, float], dict[int, int]] | None = None,
         qvec: np.ndarray | None = None,
         reading: Any = None,
+        quotes: bool = False,
     ) -> dict[str, Explanation]:
         """The explanation of each passage (seeds best first; ``distances`` as
         :meth:`distances` returns them for these seeds and passages, computed when None).
         A path ends with what its passage states about the path's last entity, the
         statement closest to the query ``qvec`` (:func:`kgrag.graph.evidence.state_endings`);
         ``reading``: the search's :class:`kgrag.graph.evidence.Reading` of its passages
-        (a new one for ``qvec`` when None), which quoting reads on from."""
+        (a new one for ``qvec`` when None), which quoting reads on from. With
+        ``quotes`` (the caller quotes every edge next), the endings' read of passages
+        takes in every edge's evidence passage too: one read instead of two."""
         from .evidence import Reading, state_endings, state_links
 
         if reading is None:
@@ -125,7 +128,8 @@ class PathFinder:
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
         state_links(self.reader, out)
-        state_endings(reading, out, mentioned)
+        evidence = {e["evidence"] for ex in out.values() for e in ex.edges if e.get("evidence")}
+        state_endings(reading, out, mentioned, also=evidence if quotes else ())
         return out
 
     def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:

@@ -148,7 +148,9 @@ class GraphOps:
         # path hits skip passages their search only names: they look twice as deep, as
         # retrieve's unit path does (the best k passages are the same either way)
         depth = k * 2 if "path" in units else k
-        call = self._local(str(p.query), depth, records=k if "chunk" in units else 0)
+        call = self._local(
+            str(p.query), depth, records=k if "chunk" in units else 0, quotes=p.includeText
+        )
         hits = self._local_hits(p, call, units, k)
         hits = self._dedup(p, hits)
         return {"hits": hits, "usage": {"candidates": len(self.r.sources["chunk"].ids)}}
@@ -263,17 +265,18 @@ class GraphOps:
     def units(self, unit: str, query: str, k: int, include_text: bool) -> list[dict[str, Any]]:
         """Hits of unit ``path`` (one per explained passage) or ``subgraph`` (one)."""
         p = GraphParams(op="local", query=query, k=k, includeText=include_text)
-        call = self._local(query, k * 2 if unit == "path" else k)
+        call = self._local(query, k * 2 if unit == "path" else k, quotes=include_text)
         if unit == "path":
             return self._path_hits(p, call, k)
         return [self._subgraph_hit(p, call)]
 
     # -- building hits -----------------------------------------------------------------------
 
-    def _local(self, query: str, k: int, records: int = 0) -> LocalCall:
+    def _local(self, query: str, k: int, records: int = 0, quotes: bool = False) -> LocalCall:
         """Local search and the explanation of each passage; with ``records``, the hit
         records of the best that many passages are read meanwhile (from a server: the
-        round trips overlap the explanation's)."""
+        round trips overlap the explanation's); with ``quotes``, the explanation reads
+        the passages the quotes will (:meth:`PathFinder.explain`)."""
         from ..graph.evidence import Reading
         from ..graph.local import soon
 
@@ -285,7 +288,7 @@ class GraphOps:
             early = soon(self.r.reader, self._chunk_records, passages[:records])
         reading = Reading(self.r.reader, found.qvec)
         explained = self._part("paths").explain(
-            seeds, passages, found.via, qvec=found.qvec, reading=reading
+            seeds, passages, found.via, qvec=found.qvec, reading=reading, quotes=quotes
         )
         return LocalCall(found, explained, seeds, reading, early)
 
