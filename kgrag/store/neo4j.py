@@ -46,6 +46,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -260,10 +261,12 @@ class Neo4jGraphStore(GraphStore):
         except Neo4jError as exc:
             raise StoreError(f"{self.location.uri}: {exc.code}: {exc.message}") from exc
 
-    def write(self, cypher: str, rows: Sequence[dict[str, Any]], **params: Any) -> None:
-        """``UNWIND $rows AS row`` + ``cypher``, in batches, each its own transaction."""
-        for i in range(0, len(rows), BATCH):
-            self.run(f"UNWIND $rows AS row {cypher}", rows=list(rows[i : i + BATCH]), **params)
+    def write(self, cypher: str, rows: Iterable[dict[str, Any]], **params: Any) -> None:
+        """``UNWIND $rows AS row`` + ``cypher``, in batches, each its own transaction;
+        ``rows`` is read a batch at a time (an upload's rows are made as they go)."""
+        it = iter(rows)
+        while batch := list(itertools.islice(it, BATCH)):
+            self.run(f"UNWIND $rows AS row {cypher}", rows=batch, **params)
 
     def close(self) -> None:
         """Nothing to release: connections are pooled per server for the process
@@ -549,7 +552,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
 
     def vectors(kind: str) -> np.ndarray:
         path = folder / "vectors" / f"{kind}.npy"
-        return np.load(path) if path.exists() else np.zeros((0, 0), dtype=np.float32)
+        return np.load(path, mmap_mode="r") if path.exists() else np.zeros((0, 0), np.float32)
 
     def csr(graph: str, i: int) -> np.ndarray:
         indptr, indices = csrs[graph]
@@ -559,7 +562,6 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     walk_data, rel_data, rel_edge = arr("walk.data"), arr("relations.data"), arr("relations.edge")
     db = sqlite3.connect(f"file:{folder / 'graph.sqlite'}?mode=ro", uri=True)
     L = {kind: _label(kind, tag) for kind in LABELS}  # noqa: N806
-    dims = {}
     _indexes(store, tag, L)
 
     def node_rows(kind: str) -> Iterator[tuple[int, str, list[float] | None]]:
@@ -567,7 +569,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
         for row, id_ in enumerate(ids(kind)):
             yield row, id_, vec[row].tolist() if len(vec) else None
 
-    def put(kind: str, rows: list[dict[str, Any]], extra: str = "") -> None:
+    def put(kind: str, rows: Iterable[dict[str, Any]], extra: str = "") -> None:
         labels = f"{LABELS[kind]}:`{L[kind]}`"
         store.write(
             f"CREATE (n:{labels}) SET n = row.props {extra}"
@@ -594,98 +596,93 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
         }
 
     # documents
-    docs = [
+    docs = (
         {"props": {"id": r[0], "title": r[1], "rec": json.dumps(list(r))}}
         for r in db.execute("SELECT id, title, uri, meta, text, sections FROM documents")
-    ]
+    )
     store.write(f"CREATE (n:Document:`{L['documents']}`) SET n = row.props", docs)
     # chunks
     rec = {
         r[0]: r
         for r in db.execute(f"SELECT {schema.CHUNK_COLUMNS} FROM chunks")  # noqa: S608
     }
-    rows = []
-    for row, id_, vec in node_rows("chunks"):
-        r = rec.pop(id_)
-        v = int(chunk_vertex[row])
-        links = csr("links", row)
-        props = {
-            "id": id_,
-            "row": row,
-            "vertex": v,
-            "doc_id": r[1],
-            "idx": r[2],
-            "text": r[3],
-            "context": r[4],
-            "title": titles[row].decode(),
-            "title_entity": int(title_entity[row]),
-            "mentioned": csr("mentions", row).tolist(),
-            "links": links.tolist(),
-            "links_in": link_in[links].astype(np.int64).tolist(),
-            "rec": json.dumps(list(r)),
-            **walk_of(v),
-        }
-        rows.append({"props": props, "vec": vec})
-    if rec:
-        raise StoreError(f"{len(rec)} chunks have no vector; the build is incomplete")
-    put("chunks", rows, "SET n:`Vertex_" + tag + "`")
-    dims["chunks"] = len(rows[0]["vec"]) if rows and rows[0]["vec"] else 0
+
+    def chunk_rows() -> Iterator[dict[str, Any]]:
+        for row, id_, vec in node_rows("chunks"):
+            r = rec.pop(id_)
+            v = int(chunk_vertex[row])
+            links = csr("links", row)
+            props = {
+                "id": id_,
+                "row": row,
+                "vertex": v,
+                "doc_id": r[1],
+                "idx": r[2],
+                "text": r[3],
+                "context": r[4],
+                "title": titles[row].decode(),
+                "title_entity": int(title_entity[row]),
+                "mentioned": csr("mentions", row).tolist(),
+                "links": links.tolist(),
+                "links_in": link_in[links].astype(np.int64).tolist(),
+                "rec": json.dumps(list(r)),
+                **walk_of(v),
+            }
+            yield {"props": props, "vec": vec}
+        if rec:
+            raise StoreError(f"{len(rec)} chunks have no vector; the build is incomplete")
+
+    put("chunks", chunk_rows(), "SET n:`Vertex_" + tag + "`")
     # sentences
     srec = {
         f"{r[0]}#{r[1]}": r
         for r in db.execute('SELECT chunk_id, idx, start, "end", entity_ids FROM sentences')
     }
-    rows = []
-    for row, id_, vec in node_rows("sentences"):
-        r = srec.pop(id_)
-        rows.append(
-            {
-                "props": {"id": id_, "row": row, "chunk_id": r[0], "rec": json.dumps(list(r))},
-                "vec": vec,
-            }
-        )
-    rows += [
-        {"props": {"id": id_, "row": -1, "chunk_id": r[0], "rec": json.dumps(list(r))}, "vec": None}
-        for id_, r in srec.items()
-    ]
-    put("sentences", rows)
+
+    def sentence_rows() -> Iterator[dict[str, Any]]:
+        for row, id_, vec in node_rows("sentences"):
+            r = srec.pop(id_)
+            props = {"id": id_, "row": row, "chunk_id": r[0], "rec": json.dumps(list(r))}
+            yield {"props": props, "vec": vec}
+        for id_, r in srec.items():  # those without a vector, once the others are out
+            props = {"id": id_, "row": -1, "chunk_id": r[0], "rec": json.dumps(list(r))}
+            yield {"props": props, "vec": None}
+
+    put("sentences", sentence_rows())
     # entities
     erec = {r[0]: r for r in db.execute("SELECT id, name, type, aliases FROM entities")}
     attrs = {name: np.asarray(arr(f"attr.entities.{name}")) for name in _ATTRS["entities"]}
     rel_ptr = csrs["relations"][0]
-    rows = []
-    for row, id_, vec in node_rows("entities"):
-        r = erec.pop(id_)
-        a, b = int(rel_ptr[row]), int(rel_ptr[row + 1])
-        props = {
-            "id": id_,
-            "row": row,
-            "vertex": row,
-            "name": r[1],
-            "type": r[2],
-            "rec": json.dumps(list(r)),
-            "a_chunks": int(attrs["chunks"][row]),
-            "a_degree": int(attrs["degree"][row]),
-            "a_component": int(attrs["component"][row]),
-            "rel": np.asarray(csrs["relations"][1][a:b]).tolist(),
-            "rel_len": np.asarray(rel_data[a:b], dtype=np.float64).tolist(),
-            "rel_edge": np.asarray(rel_edge[a:b], dtype=np.int64).tolist(),
-            **walk_of(row),
-        }
-        rows.append({"props": props, "vec": vec})
-    rows += [
-        {
-            "props": {"id": i, "row": -1, "name": r[1], "type": r[2], "rec": json.dumps(list(r))},
-            "vec": None,
-        }
-        for i, r in erec.items()
-    ]
-    put("entities", rows, "SET n:`Vertex_" + tag + "`")
+
+    def entity_rows() -> Iterator[dict[str, Any]]:
+        for row, id_, vec in node_rows("entities"):
+            r = erec.pop(id_)
+            a, b = int(rel_ptr[row]), int(rel_ptr[row + 1])
+            props = {
+                "id": id_,
+                "row": row,
+                "vertex": row,
+                "name": r[1],
+                "type": r[2],
+                "rec": json.dumps(list(r)),
+                "a_chunks": int(attrs["chunks"][row]),
+                "a_degree": int(attrs["degree"][row]),
+                "a_component": int(attrs["component"][row]),
+                "rel": np.asarray(csrs["relations"][1][a:b]).tolist(),
+                "rel_len": np.asarray(rel_data[a:b], dtype=np.float64).tolist(),
+                "rel_edge": np.asarray(rel_edge[a:b], dtype=np.int64).tolist(),
+                **walk_of(row),
+            }
+            yield {"props": props, "vec": vec}
+        for i, r in erec.items():  # those without a vector, once the others are out
+            props = {"id": i, "row": -1, "name": r[1], "type": r[2], "rec": json.dumps(list(r))}
+            yield {"props": props, "vec": None}
+
+    put("entities", entity_rows(), "SET n:`Vertex_" + tag + "`")
     # facts (the vectors of stated relations) and the relations themselves
-    rows = [{"props": {"id": id_, "row": row}, "vec": vec} for row, id_, vec in node_rows("facts")]
-    put("facts", rows)
+    put("facts", ({"props": {"id": i, "row": row}, "vec": v} for row, i, v in node_rows("facts")))
     edge_of = {rid: i for i, rid in enumerate(ids_of(arr("relations.ids")))}
-    rels = [
+    rels = (
         {
             "src": r[1],
             "dst": r[3],
@@ -700,7 +697,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
             },
         }
         for r in db.execute("SELECT id, src, predicate, dst, weight, kind, evidence FROM relations")
-    ]
+    )
     store.write(
         f"MATCH (a:`{L['entities']}` {{id: row.src}}), (b:`{L['entities']}` {{id: row.dst}}) "
         "CREATE (a)-[x:RELATED]->(b) SET x = row.props",
@@ -709,49 +706,47 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     store.write(
         f"MATCH (c:`{L['chunks']}` {{id: row.chunk}}), (e:`{L['entities']}` {{id: row.entity}}) "
         "CREATE (c)-[:MENTIONS {count: row.count}]->(e)",
-        [
+        (
             {"entity": r[0], "chunk": r[1], "count": r[2]}
             for r in db.execute("SELECT entity_id, chunk_id, count FROM mentions")
-        ],
+        ),
     )
     store.write(
         f"MATCH (a:`{L['entities']}` {{id: row.src}}), (b:`{L['entities']}` {{id: row.dst}}) "
         "CREATE (a)-[:SYNONYM {score: row.score}]->(b)",
-        [
+        (
             {"src": r[0], "dst": r[1], "score": r[2]}
             for r in db.execute("SELECT src, dst, score FROM synonyms")
-        ],
+        ),
     )
     store.write(
         f"MATCH (c:`{L['chunks']}` {{id: row.chunk}}), (d:`{L['documents']}` {{id: row.doc}}) "
         "CREATE (c)-[:PART_OF]->(d)",
-        [{"chunk": r[0], "doc": r[1]} for r in db.execute("SELECT id, doc_id FROM chunks")],
+        ({"chunk": r[0], "doc": r[1]} for r in db.execute("SELECT id, doc_id FROM chunks")),
     )
     chunk_ids = ids("chunks")
     store.write(
         f"MATCH (a:`{L['chunks']}` {{row: row.a}}), (b:`{L['chunks']}` {{row: row.b}}) "
         "CREATE (a)-[:NAMES]->(b)",
-        [
+        (
             {"a": row, "b": int(t)}
             for row in range(len(chunk_ids))
             for t in csr("links", row).tolist()
-        ],
+        ),
     )
 
-    def leveled(kind: str, text: str, column: int, extra: Any = None) -> list[dict[str, Any]]:
+    def leveled(kind: str, text: str, column: int, extra: Any = None) -> Iterator[dict[str, Any]]:
         """Rows of a leveled kind: those with a vector by row, then those without
         (``row`` -1); ``extra(row)``: more properties of a row with a vector."""
         rec = {r[0]: r for r in db.execute(f"SELECT * FROM {kind}")}  # noqa: S608
-        out = []
         for row, id_, vec in node_rows(kind):
             r = rec.pop(id_)
             props = {"id": id_, "row": row, "level": r[1], text: r[column]}
             props.update({"rec": json.dumps(list(r)), **(extra(row) if extra else {})})
-            out.append({"props": props, "vec": vec})
+            yield {"props": props, "vec": vec}
         for id_, r in rec.items():
             props = {"id": id_, "row": -1, "level": r[1], text: r[column]}
-            out.append({"props": {**props, "rec": json.dumps(list(r))}, "vec": None})
-        return out
+            yield {"props": {**props, "rec": json.dumps(list(r))}, "vec": None}
 
     # communities
     cattrs = {n: np.asarray(arr(f"attr.communities.{n}")) for n in _ATTRS["communities"]}
@@ -773,11 +768,11 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     # tree nodes
     rows = leveled("tree_nodes", "summary", 3)
     put("tree_nodes", rows)
-    children = [
+    children = (
         {"a": r[0], "b": c}
         for r in db.execute("SELECT id, children FROM tree_nodes")
         for c in json.loads(r[1])
-    ]
+    )
     store.write(
         f"MATCH (a:`{L['tree_nodes']}` {{id: row.a}}) "
         f"OPTIONAL MATCH (t:`{L['tree_nodes']}` {{id: row.b}}) "
@@ -790,7 +785,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     for kind, table in (("names", "names"), ("sentence_keys", "sentences")):
         store.write(
             f"CREATE (n:{LABELS[kind]}:`{L[kind]}`) SET n = row",
-            [{"key": k, "row": r} for k, r in names.execute(f"SELECT key, row FROM {table}")],  # noqa: S608
+            ({"key": k, "row": r} for k, r in names.execute(f"SELECT key, row FROM {table}")),  # noqa: S608
         )
     names.close()
     _postings(store, L, serving, db)
@@ -809,21 +804,10 @@ def _postings(
     for kind, (fts, _, _) in schema.FTS.items():
         postings = Postings.open(serving, kind)
         try:
-            n, length = len(postings.length), np.asarray(postings.length, dtype=np.int64)
-            rows = []
-            for t, term in enumerate(ids_of(postings.terms)):
-                docs, tf = postings.posting(t)
-                rows.append(
-                    {
-                        "kind": kind,
-                        "term": term,
-                        "idf": inverse_frequency(n, len(docs)),
-                        "docs": docs.astype(np.int64).tolist(),
-                        "tf": tf.astype(np.int64).tolist(),
-                        "lens": length[docs].tolist(),
-                    }
-                )
-            store.write(f"CREATE (n:Bm25Term:`{labels['bm25_terms']}`) SET n = row", rows)
+            store.write(
+                f"CREATE (n:Bm25Term:`{labels['bm25_terms']}`) SET n = row",
+                _term_rows(kind, postings),
+            )
             store.run(
                 f"CREATE (n:Bm25Index:`{labels['bm25_indexes']}`) SET n = $props",
                 props={"kind": kind, "avgdl": postings.avgdl, "tokenizer": tokenizer_of(db, fts)},
@@ -831,10 +815,25 @@ def _postings(
             doc_ids = ids_of(np.load(serving / f"bm25.{kind}.ids.npy", mmap_mode="r"))
             store.write(
                 f"MATCH (n:`{labels[kind]}` {{id: row.id}}) SET n.bm25 = row.doc",
-                [{"id": i, "doc": d} for d, i in enumerate(doc_ids)],
+                ({"id": i, "doc": d} for d, i in enumerate(doc_ids)),
             )
         finally:
             postings.close()
+
+
+def _term_rows(kind: str, postings: Postings) -> Iterator[dict[str, Any]]:
+    """Each term of ``postings`` as the properties of its node (made as they go)."""
+    n, length = len(postings.length), np.asarray(postings.length, dtype=np.int64)
+    for t, term in enumerate(ids_of(postings.terms)):
+        docs, tf = postings.posting(t)
+        yield {
+            "kind": kind,
+            "term": term,
+            "idf": inverse_frequency(n, len(docs)),
+            "docs": docs.astype(np.int64).tolist(),
+            "tf": tf.astype(np.int64).tolist(),
+            "lens": length[docs].tolist(),
+        }
 
 
 def ids_of(arr: np.ndarray) -> list[str]:
