@@ -111,6 +111,8 @@ _URI = re.compile("^(?:" + "|".join(re.escape(s) for s in SCHEMES) + ")://", re.
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 FORMAT = "kgrag-neo4j"
 BATCH = 5000  # rows per UNWIND
+#: how long an upload waits for its indexes to fill, at most (seconds)
+INDEX_WAIT_S = 6 * 3600
 #: node label of each kind
 LABELS = {
     "documents": "Document",
@@ -791,7 +793,7 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     _postings(store, L, serving, db)
     db.close()
     _text_indexes(store, tag, L)
-    store.run("CALL db.awaitIndexes(600)")
+    _await_indexes(store)
 
 
 def _postings(
@@ -819,6 +821,31 @@ def _postings(
             )
         finally:
             postings.close()
+
+
+def _await_indexes(store: Neo4jGraphStore, limit_s: float = INDEX_WAIT_S) -> None:
+    """Wait until every index is online: a big graph's vector indexes fill for longer
+    than one ``db.awaitIndexes`` call waits (60k passages: 1.35M vectors). An index
+    that failed, or one still filling after ``limit_s``, is an error (nothing is
+    published)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        waiting = store.run(
+            "SHOW INDEXES YIELD name, state, populationPercent WHERE state <> 'ONLINE' "
+            "RETURN name, state, populationPercent"
+        )
+        if not waiting:
+            return
+        failed = [name for name, state, _ in waiting if state == "FAILED"]
+        if failed:
+            raise StoreError(f"{store.location.uri}: index {failed[0]} failed to fill")
+        if time.monotonic() > deadline:
+            name, _, share = waiting[0]
+            raise StoreError(
+                f"{store.location.uri}: index {name} still filling ({share or 0:.0f}%) after "
+                f"{limit_s:.0f} s"
+            )
+        time.sleep(1.0)
 
 
 def _term_rows(kind: str, postings: Postings) -> Iterator[dict[str, Any]]:
