@@ -128,8 +128,12 @@ class PathFinder:
             if cid in via:
                 self._bridge(out[cid], via[cid], cid)
         state_links(self.reader, out)
-        evidence = {e["evidence"] for ex in out.values() for e in ex.edges if e.get("evidence")}
-        state_endings(reading, out, mentioned, also=evidence if quotes else ())
+        also = (
+            {e["evidence"] for ex in out.values() for e in ex.edges if e.get("evidence")}
+            if quotes
+            else set()
+        )
+        state_endings(reading, out, mentioned, also=also)
         return out
 
     def entity_path(self, entity: str, dist: dict[int, float], pred: dict[int, int]) -> Explanation:
