@@ -28,8 +28,8 @@ from .base import (
     Adjacency,
     exact_scores,
     gather_rows,
-    index_ranges,
     nearest_request,
+    row_ranges,
     top_rows,
 )
 from .derive import HALF_KINDS
@@ -222,11 +222,7 @@ class ServingFiles:
         if small is not None:  # in memory: scipy's gather kernel
             return Adjacency(*gather_rows(small.indptr, small.indices, small.data, r))
         indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
-        starts, ends = np.asarray(indptr[r]), np.asarray(indptr[r + 1])
-        lengths = ends - starts
-        out_ptr = np.zeros(len(r) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=out_ptr[1:])
-        take = index_ranges(starts, lengths)
+        out_ptr, take = row_ranges(indptr, r)
         cols = np.asarray(indices[take])
         if graph == "links":
             return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
