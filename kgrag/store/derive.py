@@ -228,23 +228,37 @@ def build_ann(matrix: np.ndarray, path: Path) -> None:
     256 codes: 0.99 (HNSW at breadth 1024: 0.93, with a 12x larger index)."""
     import faiss
 
-    n, dim = matrix.shape if matrix.ndim == 2 else (0, 0)
-    if not n:
+    if not len(matrix):
         raise StoreError(f"{path}: no vectors to index")
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        index = faiss.IndexPQFastScan(dim, _pq_codes(dim), 4, faiss.METRIC_INNER_PRODUCT)
-        sample = np.asarray(matrix[np.linspace(0, n - 1, min(n, 65_536)).astype(np.int64)])
-        # k-means of 16 centroids per code wants ~40 points each: repeat a small kind
-        sample = np.tile(sample, (-(-640 // len(sample)), 1))
-        index.train(np.ascontiguousarray(sample, dtype=np.float32))
-        for start in range(0, n, _BATCH):
+        index = trained_pq(matrix)
+        for start in range(0, len(matrix), _BATCH):
             block = np.asarray(matrix[start : start + _BATCH], dtype=np.float32)
             index.add(np.ascontiguousarray(block))
         faiss.write_index(index, str(path))
     finally:
         faiss.omp_set_num_threads(threads)
+
+
+def trained_pq(matrix: np.ndarray) -> Any:
+    """:func:`build_ann`'s index, trained and empty: its ``pq`` codes rows as the
+    folder's index codes them (a Neo4j version stores those codes, ``kgrag.nearest``)."""
+    import faiss
+
+    n, dim = matrix.shape
+    index = faiss.IndexPQFastScan(dim, _pq_codes(dim), 4, faiss.METRIC_INNER_PRODUCT)
+    sample = np.asarray(matrix[np.linspace(0, n - 1, min(n, 65_536)).astype(np.int64)])
+    # k-means of 16 centroids per code wants ~40 points each: repeat a small kind
+    sample = np.tile(sample, (-(-640 // len(sample)), 1))
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # one thread: the same vectors give the same codebook
+    try:
+        index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    finally:
+        faiss.omp_set_num_threads(threads)
+    return index
 
 
 def _pq_codes(dim: int) -> int:

@@ -103,7 +103,7 @@ from .bm25 import (
     query_words,
     tokenizer_of,
 )
-from .derive import ANN_KINDS, ANN_MIN_ROWS, SERVING
+from .derive import ANN_KINDS, ANN_MIN_ROWS, SERVING, trained_pq
 from .mapped import ANN_CANDIDATES, ANN_EXPANSION
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -126,6 +126,7 @@ LABELS = {
     "sentence_keys": "SentenceKey",
     "bm25_terms": "Bm25Term",
     "bm25_indexes": "Bm25Index",
+    "codebooks": "PQCodebook",
 }
 #: full-text indexed properties of the sparse kinds
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
@@ -138,9 +139,12 @@ _NONE = object()
 #: the per-row properties read together (:meth:`Neo4jGraphReader._row_props`)
 ROW_PROPS = {
     "chunks": ("id", "title", "title_entity", "vertex", "mentioned", "links", "links_in"),
-    "entities": ("id", "a_chunks", "a_degree", "a_component"),
+    "entities": ("id", "name", "a_chunks", "a_degree", "a_component"),
 }
 _LISTS = {"mentioned", "links", "links_in"}
+#: the kinds whose row properties are a few numbers: a read that finds such rows by
+#: another key (an id, a name, a vector) brings their properties along
+_SMALL_PROPS = frozenset(k for k, names in ROW_PROPS.items() if not _LISTS & set(names))
 
 
 def _weight(value: Any) -> int:
@@ -163,6 +167,25 @@ _ATTRS = {
     "entities": ("chunks", "degree", "component"),
     "communities": ("level", "rating", "size", "id_rank", "canonical", "hierarchy"),
 }
+
+
+def _props_of(kind: str, var: str) -> tuple[str, ...]:
+    """The Cypher columns of :data:`ROW_PROPS` of ``kind`` on node ``var``."""
+    return tuple(
+        f"coalesce({var}.{f}, [])" if f in _LISTS else f"{var}.{f}" for f in ROW_PROPS[kind]
+    )
+
+
+def _props_by_row(
+    kind: str, rows: Sequence[Any], cols: Sequence[Sequence[Any]]
+) -> dict[int, dict[str, Any]]:
+    """Rows' :data:`ROW_PROPS` by row, from :func:`_props_of`'s columns."""
+    names = ROW_PROPS[kind]
+    return {
+        int(r): dict(zip(names, values, strict=True))
+        for r, *values in zip(rows, *cols, strict=True)
+        if r is not None
+    }
 
 
 def is_uri(location: str | Path) -> bool:
@@ -236,6 +259,9 @@ class Neo4jGraphStore(GraphStore):
     ) -> None:
         self.location = Location.parse(location)
         self.keep_versions = keep_versions
+        #: kinds of at least this many rows carry product-quantised codes
+        #: (``kgrag.nearest``; 0: none)
+        self.ann_min_rows = ann_min_rows
         self.name = self.location.name
         # sidecars (feedback.sqlite) live in a local folder named after the graph
         cache = Path(os.environ.get("KGRAG_NEO4J_SIDECARS", Path.home() / ".cache" / "kgrag"))
@@ -498,8 +524,9 @@ class Neo4jGraphWriter(GraphWriter):
         numbers = [int(v[1:]) for v in known if re.fullmatch(r"v\d{6}", v)] or [0]
         version = f"v{max(numbers) + 1:06d}"
         folder = self._tmp / "versions" / staged
-        upload(store, _tag(store.name, version), folder)
+        coded = upload(store, _tag(store.name, version), folder, store.ann_min_rows)
         version_meta = json.loads((folder / "version.json").read_text())
+        version_meta["pq_kinds"] = coded
         with self._stage.reader(staged) as reader:
             version_meta["counts"] = reader.counts()
         _crash_point("neo4j-before-publish")  # uploaded, not published
@@ -541,9 +568,13 @@ def _crash_point(name: str) -> None:
         os.kill(os.getpid(), 9)
 
 
-def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
+def upload(
+    store: Neo4jGraphStore, tag: str, folder: Path, ann_min_rows: int = ANN_MIN_ROWS
+) -> list[str]:
     """Write the staged version ``folder`` (an embedded version with serving files)
-    into Neo4j under ``tag``, indexes included; nothing is published."""
+    into Neo4j under ``tag``, indexes included; nothing is published. The kinds of at
+    least ``ann_min_rows`` rows carry the product-quantised codes the folder's index
+    would hold (``kgrag.nearest`` searches them); the list of those kinds."""
     serving = folder / SERVING
 
     def arr(name: str) -> np.ndarray:
@@ -571,8 +602,14 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
         for row, id_ in enumerate(ids(kind)):
             yield row, id_, vec[row].tolist() if len(vec) else None
 
+    coded: list[str] = []
+
     def put(kind: str, rows: Iterable[dict[str, Any]], extra: str = "") -> None:
         labels = f"{LABELS[kind]}:`{L[kind]}`"
+        vecs = vectors(kind)
+        if kind in ANN_KINDS and 0 < ann_min_rows <= len(vecs):
+            rows = _with_codes(rows, _codebook(store, L, kind, vecs))
+            coded.append(kind)
         store.write(
             f"CREATE (n:{labels}) SET n = row.props {extra}"
             + (
@@ -794,6 +831,43 @@ def upload(store: Neo4jGraphStore, tag: str, folder: Path) -> None:
     db.close()
     _text_indexes(store, tag, L)
     _await_indexes(store)
+    return coded
+
+
+def _codebook(
+    store: Neo4jGraphStore, labels: dict[str, str], kind: str, matrix: np.ndarray
+) -> np.ndarray:
+    """Train the folder's product quantiser on a kind's vectors (:func:`trained_pq`),
+    write its codebook node and return every row's code (``code_size`` bytes)."""
+    import faiss
+
+    index = trained_pq(matrix)  # held: its pq is a view into it
+    pq = index.pq
+    if pq.nbits != 4:
+        raise StoreError(f"{kind}: codes of {pq.nbits} bits; kgrag.nearest reads 4")
+    centroids = faiss.vector_to_array(pq.centroids).astype(np.float64)
+    store.run(
+        f"CREATE (n:{LABELS['codebooks']}:`{labels['codebooks']}`) "
+        "SET n.kind = $kind, n.m = $m, n.sub = $sub, n.centroids = $centroids",
+        kind=kind,
+        m=int(pq.M),
+        sub=int(pq.dsub),
+        centroids=centroids.tolist(),
+    )
+    codes = np.empty((len(matrix), pq.code_size), dtype=np.uint8)
+    for start in range(0, len(matrix), 65_536):
+        block = np.asarray(matrix[start : start + 65_536], dtype=np.float32)
+        codes[start : start + len(block)] = pq.compute_codes(np.ascontiguousarray(block))
+    return codes
+
+
+def _with_codes(rows: Iterable[dict[str, Any]], codes: np.ndarray) -> Iterator[dict[str, Any]]:
+    """Upload rows with each vector row's code as its ``pq`` property (bytes)."""
+    for r in rows:
+        row = r["props"].get("row", -1)
+        if r.get("vec") is not None and row >= 0:
+            r["props"]["pq"] = codes[row].tobytes()
+        yield r
 
 
 def _postings(
@@ -1073,20 +1147,36 @@ class Neo4jGraphReader(GraphReader):
         """The small serving properties (:data:`ROW_PROPS`) of ``rows`` of a kind, read
         together: a search asks for a passage's title, mentions, links and id one after
         another, and this answers all of them with one query."""
-        names = ROW_PROPS[kind]
 
         def fetch(wanted: list[int]) -> dict[int, dict[str, Any]]:
             cols = self._cols(
                 f"UNWIND $rows AS r MATCH (n:`{self.L[kind]}` {{row: r}})",
-                ("r", *(f"coalesce(n.{f}, [])" if f in _LISTS else f"n.{f}" for f in names)),
+                ("r", *_props_of(kind, "n")),
                 rows=sorted(wanted),
             )
-            return {
-                int(r): dict(zip(names, values, strict=True))
-                for r, *values in zip(*cols, strict=True)
-            }
+            return _props_by_row(kind, cols[0], cols[1:])
 
         return self._memo(f"node:{kind}", rows, fetch)
+
+    #: the columns of a relation's ends (a, b) :meth:`_keep_ends` keeps
+    _ends = ("a.row", *_props_of("entities", "a"), "b.row", *_props_of("entities", "b"))
+
+    def _keep_ends(self, cols: Sequence[Sequence[Any]]) -> None:
+        """Keep the properties of relations' ends read with :attr:`_ends`."""
+        half = len(cols) // 2
+        for part in (cols[:half], cols[half:]):
+            self._keep_props("entities", part[0], part[1:])
+
+    def _keep_props(self, kind: str, rows: Sequence[Any], cols: Sequence[Sequence[Any]]) -> None:
+        """Keep the row properties a read brought along (``cols``: :func:`_props_of`'s
+        columns for ``rows``) for the reads of them that follow, and each row's id both
+        ways (rows without one, such as an OPTIONAL MATCH's misses, are left out)."""
+        props = _props_by_row(kind, rows, cols)
+        if not props:
+            return
+        self._memo(f"node:{kind}", list(props), lambda wanted: {x: props[x] for x in wanted})
+        back = {p["id"]: row for row, p in props.items()}
+        self._memo(f"row:{kind}", list(back), lambda wanted: {i: back[i] for i in wanted})
 
     # -- record readers ---------------------------------------------------------------
 
@@ -1129,10 +1219,17 @@ class Neo4jGraphReader(GraphReader):
         label = self.L["entities"]
 
         def fetch(wanted: list[str]) -> dict[str, Any]:
-            found = self._q(
-                f"MATCH (e:`{label}`) WHERE e.id IN $ids RETURN e.id, e.rec", ids=wanted
-            )
-            return {r[0]: schema.entity(json.loads(r[1]), ()).name for r in found}
+            # the names of entities whose row properties were read already are kept
+            rows = self._memo("row:entities", wanted, lambda _: {})
+            props = self._memo("node:entities", [r for r in rows.values() if r >= 0], lambda _: {})
+            have = {p["id"]: p["name"] for p in props.values()}
+            rest = [i for i in wanted if i not in have]
+            if rest:
+                found = self._q(
+                    f"MATCH (e:`{label}`) WHERE e.id IN $ids RETURN e.id, e.name", ids=rest
+                )
+                have.update({r[0]: r[1] for r in found})
+            return {i: have[i] for i in wanted if i in have}
 
         return self._memo("entity-name", ids, fetch)
 
@@ -1163,12 +1260,15 @@ class Neo4jGraphReader(GraphReader):
         elif ids is not None:
 
             def fetch(wanted: list[str]) -> dict[str, Any]:
-                found = self._q(
-                    f"UNWIND $ids AS k MATCH (:`{e}`)-[r:RELATED {{id: k}}]->(:`{e}`) "
-                    "RETURN k, r.rec",
+                # with the rows and properties of their ends (a search seeds a walk from
+                # the ends of the facts it found)
+                keys, got, *ends = self._cols(
+                    f"UNWIND $ids AS k MATCH (a:`{e}`)-[r:RELATED {{id: k}}]->(b:`{e}`)",
+                    ("k", "r.rec", *self._ends),
                     ids=wanted,
                 )
-                return {k: rec for k, rec in found}
+                self._keep_ends(ends)
+                return dict(zip(keys, got, strict=True))
 
             recs = [json.loads(v) for v in self._memo("relation", ids, fetch).values()]
         else:
@@ -1332,12 +1432,16 @@ class Neo4jGraphReader(GraphReader):
         if not len(ids):
             return np.zeros(0, dtype=np.int64)
 
+        small = kind in _SMALL_PROPS  # and their properties, read next as a rule
+
         def fetch(wanted: list[str]) -> dict[str, int]:
-            got_ids, got_rows = self._cols(
+            got_ids, got_rows, *props = self._cols(
                 f"UNWIND $ids AS k MATCH (n:`{self.L[kind]}` {{id: k}}) WHERE n.row >= 0",
-                ("k", "n.row"),
+                ("k", "n.row", *(_props_of(kind, "n") if small else ())),
                 ids=wanted,
             )
+            if small:
+                self._keep_props(kind, got_rows, props)
             by_id = {a: int(b) for a, b in zip(got_ids, got_rows, strict=True)}
             return {k: by_id.get(k, -1) for k in wanted}  # -1: no such id, for good
 
@@ -1393,31 +1497,57 @@ class Neo4jGraphReader(GraphReader):
                 rows = keep if keep is not None else np.arange(n, dtype=np.int64)
                 out.append(top_rows(rows, exact_scores(self.vectors_of(kind, rows), vec), k))
             return out
-        # the index's best candidates (a search of that width: at Neo4j's defaults,
-        # quantised, M 16, a true top-5 fact of 2Wiki was missing from the best 32 in 12
-        # of 40 questions). The index is unquantised, so its score is the cosine of the
-        # stored vectors itself (equal to vector.similarity.cosine over them; reading and
-        # re-scoring the 256 candidates' vectors cost ~11 ms a query on 2Wiki's facts)
         wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
+        if kind in (self.manifest.get("pq_kinds") or ()) and self._has("kgrag.nearest"):
+            # the folder's way, in the database: the best codes re-scored exactly
+            search = (
+                "CALL kgrag.nearest($label, $codebook, $kind, $qs, $wide, $k, $n, $build) "
+                "YIELD query AS i, row, score "
+                f"MATCH (node:`{self.L[kind]}` {{row: row}})"
+            )
+        else:
+            # the index's best candidates (a search of that width: at Neo4j's defaults,
+            # quantised, M 16, a true top-5 fact of 2Wiki was missing from the best 32
+            # in 12 of 40 questions). The index is unquantised, so its score is the
+            # cosine of the stored vectors itself (equal to vector.similarity.cosine over
+            # them, as (1 + cos) / 2; reading and re-scoring the 256 candidates' vectors
+            # cost ~11 ms a query on 2Wiki's facts)
+            search = (
+                "UNWIND range(0, size($qs) - 1) AS i "
+                "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node, score "
+                "WITH i, node, 2.0 * score - 1.0 AS score"
+            )
         # a kind without row properties (facts) brings its ids along: a search asks for
         # the ids of the rows it found next, and they are kept for it
         with_ids = kind not in ROW_PROPS
+        # a kind with a few numbers a row brings them (read next: an entity's id and
+        # passage count)
+        small = kind in _SMALL_PROPS
+        extra = ("node.id",) if with_ids else _props_of(kind, "node") if small else ()
         qi, rows_, sims, *ids_ = self._cols(
-            "UNWIND range(0, size($qs) - 1) AS i "
-            "CALL db.index.vector.queryNodes($index, $wide, $qs[i]) YIELD node, score",
-            ("i", "node.row", "score", *(["node.id"] if with_ids else [])),
+            search,
+            ("i", "node.row", "score", *extra),
             index=f"kg_{self.tag}__{kind}_vec",
+            label=self.L[kind],
+            codebook=self.L["codebooks"],
+            kind=kind,
+            k=k,
+            n=n,
+            build=self._build,
             wide=wide,
             qs=[v.tolist() for v in q],
         )
         which = np.array(qi, dtype=np.int64)
         rows = np.array(rows_, dtype=np.int64)
-        cos = 2.0 * np.array(sims, dtype=np.float64) - 1.0  # Neo4j's cosine is (1 + cos) / 2
+        cos = np.array(sims, dtype=np.float64)
         found = [top_rows(rows[which == i], cos[which == i], k) for i in range(len(q))]
+        kept = sorted({row for best in found for row, _ in best})
         if with_ids:
             id_of = dict(zip(rows.tolist(), ids_[0], strict=True))
-            kept = [row for best in found for row, _ in best]
             self._memo(f"id:{kind}", kept, lambda wanted: {x: id_of[x] for x in wanted})
+        elif small:
+            at = {row: i for i, row in enumerate(rows.tolist())}
+            self._keep_props(kind, kept, [[col[at[x]] for x in kept] for col in ids_])
         return found
 
     def similarity(
@@ -1648,11 +1778,23 @@ class Neo4jGraphReader(GraphReader):
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
-        found = self._q(
-            f"UNWIND $keys AS k MATCH (n:`{self.L[table]}` {{key: k}}) RETURN k, n.row",
+        if kind != "entities":
+            found = self._q(
+                f"UNWIND $keys AS k MATCH (n:`{self.L[table]}` {{key: k}}) RETURN k, n.row",
+                keys=wanted,
+            )
+            return {a: int(b) for a, b in found}
+        # with the named entities' properties (a search seeds from them)
+        keys, rows, props = self._cols(
+            f"UNWIND $keys AS k MATCH (n:`{self.L[table]}` {{key: k}}) "
+            f"OPTIONAL MATCH (e:`{self.L['entities']}` {{row: n.row}})",
+            ("k", "n.row", "[e.row, " + ", ".join(_props_of("entities", "e")) + "]"),
             keys=wanted,
         )
-        return {a: int(b) for a, b in found}
+        found = [p for p in props if p[0] is not None]
+        cols = [[p[i] for p in found] for i in range(1, 1 + len(ROW_PROPS["entities"]))]
+        self._keep_props("entities", [p[0] for p in found], cols)
+        return {a: int(b) for a, b in zip(keys, rows, strict=True)}
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         e = [int(x) for x in np.asarray(edges, dtype=np.int64).tolist()]
@@ -1661,16 +1803,18 @@ class Neo4jGraphReader(GraphReader):
         ent = self.L["entities"]
 
         def fetch(wanted: list[int]) -> dict[int, str]:
-            found = self._q(
-                f"UNWIND $edges AS k MATCH (:`{ent}`)-[r:RELATED {{edge: k}}]->(:`{ent}`) "
-                "RETURN k, r.id, r.rec",
+            keys, rids, recs_, *ends = self._cols(
+                f"UNWIND $edges AS k MATCH (a:`{ent}`)-[r:RELATED {{edge: k}}]->(b:`{ent}`)",
+                ("k", "r.id", "r.rec", *self._ends),
                 edges=sorted(wanted),
             )
             # the records too, kept for the read of them that follows (paths' chains and
-            # endings ask for the relations of the edges they found): one query, not two
-            recs = {b: rec for _, b, rec in found}
+            # endings ask for the relations of the edges they found): one query, not two;
+            # and the properties of their ends (the endings' entities are scored next)
+            recs = dict(zip(rids, recs_, strict=True))
             self._memo("relation", list(recs), lambda ids: {i: recs[i] for i in ids})
-            return {int(a): b for a, b, _ in found}
+            self._keep_ends(ends)
+            return {int(a): b for a, b in zip(keys, rids, strict=True)}
 
         by = self._memo("edge", e, fetch)
         return [by[x] for x in e]

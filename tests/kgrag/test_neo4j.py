@@ -449,3 +449,77 @@ def test_wrong_credentials_give_one_clear_line(tmp_path):
     finally:
         proc.terminate()
         proc.wait(60)
+
+
+def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
+    """With codes (kinds of at least ``ann_min_rows`` rows), kgrag.nearest finds the
+    folder's exact nearest rows and scores; its candidates are the best by the codes
+    as faiss decodes them (the low nibble the first sub-vector's); a version dropped
+    takes its codebooks along."""
+    from kgrag.store import copy_graph
+    from kgrag.store.derive import ANN_KINDS, trained_pq
+
+    location = f"{neo4j_uri}/coded"
+    # (a kind of a dozen rows has too few distinct vectors for 16 centroids a code)
+    target = open_store(location, keep_versions=1, ann_min_rows=50)
+    a = open_store(science_graph).reader()
+    try:
+        first = copy_graph(a, target)
+        b = target.reader()
+        assert "kgrag.nearest" in b.store.procedures()
+        coded = [k for k in ANN_KINDS if a.size(k) >= 50]
+        assert sorted(b.manifest["pq_kinds"]) == sorted(coded) and len(coded) >= 2
+        rng = np.random.default_rng(3)
+        for kind in coded:
+            n = a.size(kind)
+            queries = a.matrix(kind)[rng.choice(n, 4, replace=False)]
+            queries = queries + rng.normal(0, 0.05, queries.shape).astype(np.float32)
+            for k in (1, 5, 12):
+                exact, served = a.nearest(kind, queries, k), b.nearest(kind, queries, k)
+                assert served == exact, (kind, k)  # rows and float32 scores, to the bit
+            # the codes in the database decode as faiss decodes its own
+            ((m, sub, centroids),) = b.store.run(
+                f"MATCH (n:`{b.L['codebooks']}` {{kind: $kind}}) RETURN n.m, n.sub, n.centroids",
+                kind=kind,
+            )
+            rows, codes = b._cols(f"MATCH (n:`{b.L[kind]}`) WHERE n.row >= 0", ("n.row", "n.pq"))
+            packed = np.zeros((n, (m + 1) // 2), dtype=np.uint8)
+            packed[rows] = [np.frombuffer(c, dtype=np.uint8) for c in codes]
+            nibbles = np.stack([packed & 15, packed >> 4], axis=2).reshape(n, -1)[:, :m]
+            book = np.asarray(centroids, dtype=np.float32).reshape(m, 16, sub)
+            decoded = book[np.arange(m), nibbles].reshape(n, m * sub)
+            matrix = np.asarray(a.matrix(kind)[np.arange(n)], dtype=np.float32)
+            index = trained_pq(matrix)  # held: its pq is a view into it
+            pq = index.pq
+            assert np.allclose(decoded, pq.decode(pq.compute_codes(matrix)), atol=1e-6)
+            # the wide best by the codes are the candidates re-scored
+            q = queries[0]
+            wide = min(n, 9)
+            by_code = decoded.astype(np.float64) @ q.astype(np.float64)
+            found = b.store.run(
+                "CALL kgrag.nearest($label, $book, $kind, [$q], $wide, $wide, $n, '') "
+                "YIELD row RETURN collect(row)",
+                label=b.L[kind],
+                book=b.L["codebooks"],
+                kind=kind,
+                q=q.tolist(),
+                wide=wide,
+                n=n,
+            )[0][0]
+            assert sorted(found) == sorted(np.argsort(-by_code, kind="stable")[:wide].tolist())
+        with pytest.raises(StoreError, match="no codebook"):
+            b.store.run(
+                "CALL kgrag.nearest($label, $book, 'nope', [[0.1]], 5, 5, 3, '') YIELD row "
+                "RETURN row",
+                label=b.L["facts"],
+                book=b.L["codebooks"],
+            )
+        b.close()
+        copy_graph(a, target)  # keep_versions 1: the first version goes, codebooks too
+        from kgrag.store.neo4j import _label, _tag
+
+        gone = _label("codebooks", _tag(target.name, first))
+        assert target.run(f"MATCH (n:`{gone}`) RETURN count(n)")[0][0] == 0
+    finally:
+        a.close()
+        target.close()

@@ -31,7 +31,8 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  * HOME holds the database files. PORT 0 (the default) takes a free port. Once the
  * database answers, the launcher writes its Bolt URI to HOME/bolt.uri (atomically)
  * and prints it as its last line; it stops cleanly on SIGTERM or SIGINT. It registers
- * kgrag's procedures ({@link Push}, {@link Similarity}, {@link Bm25}), which a server a team runs loads from this jar in
+ * kgrag's procedures ({@link Push}, {@link Similarity}, {@link Bm25}, {@link PathSearch},
+ * {@link Nearest}), which a server a team runs loads from this jar in
  * its plugins folder.
  */
 public final class Launcher {
@@ -88,6 +89,7 @@ public final class Launcher {
         procedures.registerProcedure(Similarity.class);
         procedures.registerProcedure(Bm25.class);
         procedures.registerProcedure(PathSearch.class);
+        procedures.registerProcedure(Nearest.class);
         db.executeTransactionally("RETURN 1");
         String uri = "bolt://127.0.0.1:" + port;
         Path tmp = home.resolve("bolt.uri.tmp");

@@ -104,10 +104,7 @@ public final class PathSearch {
             @Name("toll") double toll,
             @Name("n") long n,
             @Name(value = "build", defaultValue = "") String build) {
-        if (n < 0 || n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("kgrag.paths: n out of range: " + n);
-        }
-        int size = (int) n;
+        int size = Props.rows("kgrag.paths", n);
         Label by = Label.label(label);
         String key = "paths:" + label + "@" + build + "/" + size;
         Entities cache =

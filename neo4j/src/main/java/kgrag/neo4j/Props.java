@@ -6,6 +6,14 @@ import java.util.Arrays;
 final class Props {
     private Props() {}
 
+    /** A procedure's row count n as an int (an array size), or a clear error. */
+    static int rows(String procedure, long n) {
+        if (n < 0 || n > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(procedure + ": n out of range: " + n);
+        }
+        return (int) n;
+    }
+
     /** A list of integers (absent: empty). */
     static long[] longs(Object value, String name) {
         if (value == null) {

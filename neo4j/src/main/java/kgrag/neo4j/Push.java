@@ -64,10 +64,7 @@ public final class Push {
         if (vertices.size() != reset.size()) {
             throw new IllegalArgumentException("kgrag.push: vertices and reset differ in length");
         }
-        if (n < 0 || n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("kgrag.push: n out of range: " + n);
-        }
-        int size = (int) n;
+        int size = Props.rows("kgrag.push", n);
         Label by = Label.label(label);
         String key = "walk:" + label + "@" + build + "/" + size;
         Columns cache =

@@ -53,10 +53,7 @@ public final class Similarity {
             @Name("query") List<Double> query,
             @Name("n") long n,
             @Name(value = "build", defaultValue = "") String build) {
-        if (n < 0 || n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("kgrag.similarity: n out of range: " + n);
-        }
-        int rows = (int) n;
+        int rows = Props.rows("kgrag.similarity", n);
         int dim = query.size();
         String key = "vec:" + label + "@" + build + "/" + rows + "x" + dim;
         Matrix m =
