@@ -179,12 +179,13 @@ def _props_of(kind: str, var: str) -> tuple[str, ...]:
 def _props_by_row(
     kind: str, rows: Sequence[Any], cols: Sequence[Sequence[Any]]
 ) -> dict[int, dict[str, Any]]:
-    """Rows' :data:`ROW_PROPS` by row, from :func:`_props_of`'s columns."""
+    """Rows' :data:`ROW_PROPS` by row, from :func:`_props_of`'s columns (a node without
+    a row, such as an entity without a vector, left out)."""
     names = ROW_PROPS[kind]
     return {
         int(r): dict(zip(names, values, strict=True))
         for r, *values in zip(rows, *cols, strict=True)
-        if r is not None
+        if r is not None and r >= 0
     }
 
 
