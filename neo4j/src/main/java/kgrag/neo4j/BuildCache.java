@@ -31,6 +31,41 @@ final class BuildCache {
         }
     }
 
+    /** Per-row values of one build, kept as they are first read: row i's at i, null until
+     * kept; each counted against the budget as it is kept (what does not fit is read
+     * again next time). */
+    static final class Rows<T> {
+        private final String key;
+        private final Object[] values;
+
+        private Rows(String key, int size) {
+            this.key = key;
+            values = new Object[size];
+        }
+
+        /** The rows kept under key for one build (none without a build: read each time). */
+        @SuppressWarnings("unchecked")
+        static <T> Rows<T> of(String key, String build, int size) {
+            if (build.isEmpty()) {
+                return new Rows<>(key, 0);
+            }
+            return BuildCache.get(key, Rows.class, size, () -> new Rows<T>(key, size));
+        }
+
+        /** Row i's value, or null when it is not kept. */
+        @SuppressWarnings("unchecked")
+        T get(int i) {
+            return i < values.length ? (T) values[i] : null;
+        }
+
+        /** Keep row i's value (final-field objects only: safely published), room allowing. */
+        void keep(int i, T value, long numbers) {
+            if (i < values.length && grow(key, numbers)) {
+                values[i] = value;
+            }
+        }
+    }
+
     /** The value kept under key, made by make (and kept, room allowing, counting numbers
      * against the budget) when missing. */
     static <T> T get(String key, Class<T> type, long numbers, Supplier<T> make) {

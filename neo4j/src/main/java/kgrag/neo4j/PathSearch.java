@@ -71,17 +71,6 @@ public final class PathSearch {
         }
     }
 
-    /** The entities of one build, kept as they are first read (see {@link BuildCache}). */
-    static final class Entities {
-        final String key;
-        final Entity[] rows;
-
-        Entities(String key, int size) {
-            this.key = key;
-            rows = new Entity[size];
-        }
-    }
-
     private static final long SEED = -9999L;
 
     @Procedure(name = "kgrag.paths", mode = Mode.READ)
@@ -107,10 +96,7 @@ public final class PathSearch {
         int size = Props.rows("kgrag.paths", n);
         Label by = Label.label(label);
         String key = "paths:" + label + "@" + build + "/" + size;
-        Entities cache =
-                build.isEmpty()
-                        ? null
-                        : BuildCache.get(key, Entities.class, size, () -> new Entities(key, size));
+        BuildCache.Rows<Entity> cache = BuildCache.Rows.of(key, build, size);
         long[] reads = {0};
         Map<Integer, Double> dist = new HashMap<>();
         Map<Integer, Integer> pred = new HashMap<>();
@@ -118,7 +104,7 @@ public final class PathSearch {
         TreeMap<Double, List<Integer>> pending = new TreeMap<>();
         List<Integer> first = new ArrayList<>();
         for (int i = 0; i < seeds.size(); i++) {
-            int v = row(seeds.get(i), size);
+            int v = Props.index("kgrag.paths", "entity", seeds.get(i), size);
             dist.put(v, 0.0);
             pred.put(v, (int) SEED);
             root.put(v, i); // a repeated seed takes its last rank, as the client's dict does
@@ -130,7 +116,8 @@ public final class PathSearch {
         int nGroups = useGroups && groups != null ? groups.size() : 0;
         for (int g = 0; g < nGroups; g++) {
             for (Long x : groups.get(g)) {
-                memberOf.computeIfAbsent(row(x, size), k -> new ArrayList<>()).add(g);
+                int member = Props.index("kgrag.paths", "entity", x, size);
+                memberOf.computeIfAbsent(member, k -> new ArrayList<>()).add(g);
             }
         }
         boolean[] met = new boolean[nGroups];
@@ -232,8 +219,8 @@ public final class PathSearch {
         return Stream.of(new Found(rows, lengths, preds, reads[0]));
     }
 
-    private Entity entity(Label by, int v, int size, Entities cache, long[] reads) {
-        Entity found = cache == null ? null : cache.rows[v];
+    private Entity entity(Label by, int v, int size, BuildCache.Rows<Entity> cache, long[] reads) {
+        Entity found = cache.get(v);
         if (found != null) {
             return found;
         }
@@ -250,21 +237,13 @@ public final class PathSearch {
             }
             int[] r = new int[rel.length];
             for (int i = 0; i < rel.length; i++) {
-                r[i] = row(rel[i], size);
+                r[i] = Props.index("kgrag.paths", "entity", rel[i], size);
             }
             Object chunks = node.getProperty("a_chunks", 0L);
             found = new Entity(r, len, ((Number) chunks).longValue());
         }
-        if (cache != null && BuildCache.grow(cache.key, 3L * found.rel.length + 2)) {
-            cache.rows[v] = found; // a final-field object: safely published
-        }
+        cache.keep(v, found, 3L * found.rel.length + 2);
         return found;
     }
 
-    private static int row(long v, int size) {
-        if (v < 0 || v >= size) {
-            throw new IllegalArgumentException("kgrag.paths: entity " + v + " outside 0.." + (size - 1));
-        }
-        return (int) v;
-    }
 }

@@ -14,6 +14,15 @@ final class Props {
         return (int) n;
     }
 
+    /** A stored row or vertex number v as an index below size, or a clear error. */
+    static int index(String procedure, String what, long v, int size) {
+        if (v < 0 || v >= size) {
+            throw new IllegalArgumentException(
+                    procedure + ": " + what + " " + v + " outside 0.." + (size - 1));
+        }
+        return (int) v;
+    }
+
     /** A list of integers (absent: empty). */
     static long[] longs(Object value, String name) {
         if (value == null) {

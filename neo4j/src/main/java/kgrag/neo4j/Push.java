@@ -67,8 +67,7 @@ public final class Push {
         int size = Props.rows("kgrag.push", n);
         Label by = Label.label(label);
         String key = "walk:" + label + "@" + build + "/" + size;
-        Columns cache =
-                build.isEmpty() ? null : BuildCache.get(key, Columns.class, size, () -> new Columns(key, size));
+        BuildCache.Rows<Column> cache = BuildCache.Rows.of(key, build, size);
         float d = (float) damping;
         float keep = (float) (1.0 - damping);
         float threshold = (float) eps;
@@ -79,7 +78,7 @@ public final class Push {
         int[] live = new int[size]; // the vertices where x may be nonzero, each once
         int nLive = 0;
         for (int i = 0; i < vertices.size(); i++) {
-            int v = vertex(vertices.get(i), size);
+            int v = Props.index("kgrag.push", "vertex", vertices.get(i), size);
             if (!inY[v]) {
                 inY[v] = true;
                 live[nLive++] = v;
@@ -108,13 +107,11 @@ public final class Push {
             int nTouched = 0;
             for (int a = 0; a < nActive; a++) {
                 int v = active[a];
-                Column column = cache == null ? null : cache.columns[v];
+                Column column = cache.get(v);
                 if (column == null) {
                     column = read(by, v, size);
                     reads++;
-                    if (cache != null) {
-                        cache.keep(v, column);
-                    }
+                    cache.keep(v, column, 2L * column.rows.length + 4);
                 }
                 float xv = x[v];
                 int[] rows = column.rows;
@@ -157,23 +154,6 @@ public final class Push {
         }
     }
 
-    /** The walk columns of one build, kept as they are first read (see {@link BuildCache}). */
-    static final class Columns {
-        final String key;
-        final Column[] columns;
-
-        Columns(String key, int size) {
-            this.key = key;
-            columns = new Column[size];
-        }
-
-        void keep(int v, Column column) {
-            if (BuildCache.grow(key, 2L * column.rows.length + 4)) {
-                columns[v] = column; // a final-field object: safely published
-            }
-        }
-    }
-
     private Column read(Label by, int v, int size) {
         Node node = tx.findNode(by, "vertex", (long) v);
         if (node == null) {
@@ -188,16 +168,10 @@ public final class Push {
         int[] r = new int[rows.length];
         float[] w = new float[rows.length];
         for (int e = 0; e < rows.length; e++) {
-            r[e] = vertex(rows[e], size);
+            r[e] = Props.index("kgrag.push", "vertex", rows[e], size);
             w[e] = (float) weights[e]; // stored from float32: exact
         }
         return new Column(r, w);
     }
 
-    private static int vertex(long v, int size) {
-        if (v < 0 || v >= size) {
-            throw new IllegalArgumentException("kgrag.push: vertex " + v + " outside 0.." + (size - 1));
-        }
-        return (int) v;
-    }
 }
