@@ -38,10 +38,10 @@ $(NEO4J_BUILT): neo4j/pom.xml $(wildcard neo4j/src/main/java/kgrag/neo4j/*.java)
 
 # a server in the background (data in neo4j/data/, git-ignored); its Bolt URI last
 neo4j: install neo4j-build
-	@$(BIN)/python -m kgrag.store.neo4j_local start
+	@$(BIN)/python neo4j/launcher.py start
 
 neo4j-stop: install
-	@$(BIN)/python -m kgrag.store.neo4j_local stop
+	@$(BIN)/python neo4j/launcher.py stop
 
 lint: install
 	$(BIN)/ruff check kgrag ingest tests benchmarks

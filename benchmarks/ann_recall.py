@@ -3,7 +3,7 @@
     python benchmarks/ann_recall.py --graph G --questions Q [--n 200]
 
 For each vector kind local search and retrieve query (chunks, entities, facts)
-a product-quantised index is built as a commit builds it (:func:`kgrag.store.derive.build_ann`,
+a product-quantised index is built as a commit builds it (:func:`kgrag.store.serving.build_ann`,
 into a temporary folder), and the questions' vectors (and, for entities, the
 vectors of their capitalised spans, which is how local search links names it
 does not know) are searched through it and exactly. Reported per kind and
@@ -31,9 +31,9 @@ DEPTHS = {"chunks": (10, 100), "entities": (1, 5), "facts": (5, 32)}
 
 def main() -> int:
     import kgrag
-    from kgrag.graph.names import NameIndex
-    from kgrag.store.derive import build_ann
-    from kgrag.store.mapped import ann_nearest, open_ann
+    from kgrag.search.names import NameIndex
+    from kgrag.store.folder.files import ann_nearest, open_ann
+    from kgrag.store.serving import build_ann
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graph", required=True)

@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def labelled(questions_file: str, graph: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
     import kgrag
-    from kgrag.evaluation import load_questions
+    from kgrag.bench.evaluation import load_questions
 
     xs, ys = [], []
     with kgrag.open(graph) as engine:

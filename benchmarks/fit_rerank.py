@@ -8,7 +8,7 @@
 
 Each graph is built from its set's corpus (``kgrag ingest``). For every question,
 local search's best ``--depth`` passages before reranking and their features
-(:data:`kgrag.graph.rerank.FEATURES`) are read through
+(:data:`kgrag.search.local_rerank.FEATURES`) are read through
 :meth:`LocalSearch.candidates`; a passage is a positive when it is one of the
 question's gold passages. A logistic regression (L2, ``--C``) is fitted on the
 standardised features of the ``--fit`` sets together.
@@ -49,11 +49,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from kgrag.graph.rerank import RerankModel
+    from kgrag.search.local_rerank import RerankModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from kgrag.graph.local import LocalSettings  # noqa: E402
+from kgrag.search.local import LocalSettings  # noqa: E402
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Question:
         return np.array([k in self.gold for k in self.keys])
 
     def figures(self, keys: list[str]) -> tuple[float, float]:
-        from kgrag.evaluation import recall_at
+        from kgrag.bench.evaluation import recall_at
 
         if self.measure is not None:
             return self.measure(keys)
@@ -84,9 +84,9 @@ class Question:
 
 def read_set(graph: str, questions: str, depth: int) -> list[Question]:
     import kgrag
-    from kgrag.evaluation import load_questions
-    from kgrag.graph.local import LocalSearch
-    from kgrag.graph.rerank import long_document
+    from kgrag.bench.evaluation import load_questions
+    from kgrag.search.local import LocalSearch
+    from kgrag.search.local_rerank import long_document
     from kgrag.threads import serve_queries
 
     serve_queries()
@@ -120,7 +120,7 @@ def read_medical(graph: str, depth: int, per_type: int | None) -> list[Question]
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     import kgrag
-    from kgrag.graph.local import LocalSearch
+    from kgrag.search.local import LocalSearch
     from kgrag.threads import serve_queries
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -168,7 +168,7 @@ def fit(questions: list[Question], c: float) -> RerankModel:
     of questions of its set among them), so that every set counts alike."""
     from sklearn.linear_model import LogisticRegression
 
-    from kgrag.graph.rerank import FEATURES, RerankModel
+    from kgrag.search.local_rerank import FEATURES, RerankModel
 
     x = np.vstack([q.x for q in questions])
     y = np.concatenate([q.y for q in questions])
@@ -193,8 +193,8 @@ def recall(
 ) -> tuple[float, float]:
     """Mean Recall@2 and @5, reranked by ``model`` (None: local search's own order);
     with ``diversity``, the top 5 diversified within documents as local search
-    orders long-document candidates (:func:`kgrag.graph.rerank.diversified`)."""
-    from kgrag.graph.rerank import diversified
+    orders long-document candidates (:func:`kgrag.search.local_rerank.diversified`)."""
+    from kgrag.search.local_rerank import diversified
 
     r2, r5 = [], []
     for q in questions:
@@ -233,7 +233,7 @@ def module_text(
     meta: dict[str, object],
     figures: dict[str, str],
     name: str = "MODEL",
-    what: str = "The fitted rerank model of local search (:mod:`kgrag.graph.rerank`).",
+    what: str = "The fitted rerank model of local search (:mod:`kgrag.search.local_rerank`).",
     measured: str = "Recall@2 / Recall@5",
 ) -> str:
     def floats(values: tuple[float, ...]) -> str:
@@ -241,7 +241,7 @@ def module_text(
             f"        {v!r},  # {n}\n" for n, v in zip(model.features, values, strict=True)
         )
 
-    from kgrag.graph.rerank import FEATURES
+    from kgrag.search.local_rerank import FEATURES
 
     n = len(model.features)
     if model.features == FEATURES:
@@ -281,7 +281,7 @@ from .rerank import FEATURES, RerankModel
 def fit_long(args: argparse.Namespace) -> int:
     """The long-document model: fitted on GraphRAG-Bench medical alone, its figures
     per question type with the diversification local search applies."""
-    from kgrag.graph.rerank import long_document
+    from kgrag.search.local_rerank import long_document
 
     questions = read_medical(args.long, args.depth, args.medical_per_type)
     routed = sum(long_document(q.titles or [], args.long_share) for q in questions)
@@ -315,7 +315,7 @@ def fit_long(args: argparse.Namespace) -> int:
             figures,
             "LONG_MODEL",
             "Local search's rerank model for candidates from long documents.\n\n"
-            "Which queries it reranks: :func:`kgrag.graph.rerank.long_document`.",
+            "Which queries it reranks: :func:`kgrag.search.local_rerank.long_document`.",
             "The share of the evidence's content words in the top 2 / top 5",
         )
         args.out.write_text(text, encoding="utf-8")

@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag.graph.drift import LocalFn, drift
-from kgrag.graph.global_search import GlobalSearch
+from kgrag.search.drift import LocalFn, drift
+from kgrag.search.global_search import GlobalSearch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -150,7 +150,7 @@ def run(
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     import kgrag
-    from kgrag.graph.local import LocalSearch
+    from kgrag.search.local import LocalSearch
 
     stop = frozenset(ENGLISH_STOP_WORDS)
     totals: dict[str, dict[str, float]] = {}

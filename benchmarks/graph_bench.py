@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def _modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
     """kgrag bench's modes, plus local search with every unit."""
-    from kgrag.bench import query_modes
+    from kgrag.bench.measure import query_modes
 
     modes = query_modes(engine, k)
     modes["graph local (all units)"] = lambda q: engine.graph({"op": "local", "query": q, "k": k})
@@ -57,8 +57,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
 
     import kgrag
-    from kgrag.bench import measure_queries
-    from kgrag.evaluation import load_questions
+    from kgrag.bench.evaluation import load_questions
+    from kgrag.bench.measure import measure_queries
 
     questions = [q.text for q in load_questions(args.questions)][: args.limit]
     engine = kgrag.open(args.graph)

@@ -39,9 +39,9 @@ def _config(graph: Path):  # noqa: ANN202 - a kgrag Config
 
 def _add(args: argparse.Namespace) -> dict[str, float]:
     from ingest import build
+    from ingest.incremental.update import apply_update
     from ingest.load import load_paths
     from ingest.progress import Stages
-    from ingest.update import apply_update
     from kgrag.encoders import load_encoder
     from kgrag.store import open_store
 

@@ -29,7 +29,7 @@ OPS = ("dense", "hybrid", "local", "global", "drift")
 
 def main() -> int:
     import kgrag
-    from kgrag.evaluation import load_questions, recall_at
+    from kgrag.bench.evaluation import load_questions, recall_at
     from kgrag.store import copy_graph, open_store
     from kgrag.threads import serve_queries
 

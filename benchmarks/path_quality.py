@@ -15,7 +15,7 @@ triples, with local search's chunk recall beside them.
   ``relation`` (a stated SVO relation), against mentions, title links and
   co-occurrence.
 - **chunk R@2 / R@5**: local search's passages against the gold passages, scored
-  by ``kgrag.evaluation`` as ``kgrag eval --modes local`` scores them.
+  by ``kgrag.bench.evaluation`` as ``kgrag eval --modes local`` scores them.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def score_question(q: dict[str, Any], paths: list[dict[str, Any]]) -> tuple[int,
 
 def main() -> int:
     import kgrag
-    from kgrag.evaluation import chunk_searcher, load_questions, recall_at
+    from kgrag.bench.evaluation import chunk_searcher, load_questions, recall_at
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graph", required=True, help="graph built from the 2Wiki corpus")

@@ -4,7 +4,7 @@
         --questions ../shared/bench/musique/musique100.json \\
         --corpus ../shared/bench/musique/musique100_corpus.json
 
-Recall is scored as ``kgrag eval`` scores it (:mod:`kgrag.evaluation`). Each
+Recall is scored as ``kgrag eval`` scores it (:mod:`kgrag.bench.evaluation`). Each
 mode returns hits; a hit maps to passages so: a chunk to its document's key
 (``title\\ntext``), a tree node to its leaf chunks ordered by their own cosine
 to the question (then id), in hit order; duplicates count once. The
@@ -45,10 +45,10 @@ def main() -> int:
 
     from threadpoolctl import threadpool_limits
 
+    from kgrag.bench.evaluation import evaluate, load_questions
     from kgrag.config import Config
     from kgrag.encoders import load_encoder
-    from kgrag.evaluation import evaluate, load_questions
-    from kgrag.graph.tree_search import TreeSearch
+    from kgrag.search.tree import TreeSearch
     from kgrag.store import open_store
 
     store = open_store(args.graph)

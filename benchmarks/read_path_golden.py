@@ -56,7 +56,7 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def main() -> int:
-    from kgrag.evaluation import load_questions
+    from kgrag.bench.evaluation import load_questions
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graph", required=True)

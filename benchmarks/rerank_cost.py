@@ -32,8 +32,8 @@ def main() -> int:
     args = ap.parse_args()
 
     import kgrag
-    from kgrag.evaluation import load_questions
-    from kgrag.graph.local import LocalSearch, LocalSettings
+    from kgrag.bench.evaluation import load_questions
+    from kgrag.search.local import LocalSearch, LocalSettings
     from kgrag.threads import serve_queries
 
     serve_queries()

@@ -35,7 +35,7 @@ def main() -> int:
     ap.add_argument("--out", help="write the figures as JSON")
     args = ap.parse_args()
 
-    from kgrag.evaluation import load_questions, recall_at
+    from kgrag.bench.evaluation import load_questions, recall_at
     from kgrag.server import Graphs, Running, create_app
 
     questions = load_questions(args.questions)[: args.limit]

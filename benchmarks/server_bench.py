@@ -61,7 +61,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import kgrag
-    from kgrag.bench import HttpClient, timed_run
+    from kgrag.bench.measure import HttpClient, timed_run
 
     questions = [q["question"] for q in json.loads(Path(args.questions).read_text())]
     levels = [int(c) for c in args.concurrency.split(",")]

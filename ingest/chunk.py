@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
-from kgrag.text import TOKEN_RE, count_tokens
+from kgrag.text.tokens import TOKEN_RE, count_tokens
 from kgrag.types import Chunk, Document
 
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import igraph as ig
 
 from kgrag.errors import KgragError
-from kgrag.graph import build_graph
+from kgrag.search import build_graph
 from kgrag.types import Chunk, Entity, Mention, Relation, Synonym
 
 

@@ -2,7 +2,7 @@
 communities -> embed -> raptor -> commit, each stage a plain function.
 
 Ingesting into a graph that already has documents adds the new ones
-incrementally (:mod:`ingest.update`) when the graph was built with the same
+incrementally (:mod:`ingest.incremental.update`) when the graph was built with the same
 settings, and rebuilds from the union of stored and new documents otherwise.
 Content-hash ids make the same file a no-op.
 """
@@ -94,7 +94,7 @@ def _incremental(
     stages: Stages,
     report: BuildReport,
 ) -> BuildReport:
-    from .update import apply_update
+    from ingest.incremental.update import apply_update
 
     result = apply_update(store, config, _encoder(config), add=documents, stages=stages)
     meta = store.manifest().get("versions", {}).get(result.index_version or "", {})

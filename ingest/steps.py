@@ -16,7 +16,7 @@ import numpy as np
 from kgrag.config import Config
 from kgrag.encoders import Encoder
 from kgrag.errors import InputError
-from kgrag.nlp import load_spacy, pick_pipeline
+from kgrag.text.nlp import load_spacy, pick_pipeline
 from kgrag.types import Chunk, Document, TreeNode
 
 from . import embed

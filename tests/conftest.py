@@ -9,6 +9,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 #: the shared multi-hop QA data beside the repository (tests using it skip without it)
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
@@ -46,13 +47,24 @@ def science_reader(science_graph: Path):
 
 
 @pytest.fixture(scope="session")
-def neo4j_uri(tmp_path_factory: pytest.TempPathFactory):
+def launcher():
+    """The project's Neo4j launcher (``neo4j/launcher.py``, a developer script beside
+    the Java launcher it runs, not part of the installed package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launcher", ROOT / "neo4j" / "launcher.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri(tmp_path_factory: pytest.TempPathFactory, launcher):
     """A real Neo4j 5 Community server for the session (the project's launcher, Bolt on
     127.0.0.1, authentication off); its Bolt URI."""
-    from kgrag.store.neo4j_local import start
-
     home = tmp_path_factory.mktemp("neo4j")
-    proc, uri = start(home, heap_mib=768)
+    proc, uri = launcher.start(home, heap_mib=768)
     yield uri
     proc.terminate()
     try:

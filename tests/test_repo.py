@@ -33,7 +33,7 @@ def test_a_plain_install_brings_the_spacy_pipeline_ingest_needs():
     dependency, not an extra (pyproject.toml, read as pip reads it)."""
     import tomllib
 
-    from kgrag.nlp import AUTO_PIPELINES
+    from kgrag.text.nlp import AUTO_PIPELINES
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}

@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from kgrag.engine.graph import LOCAL_UNITS, MAX_DEPTH, MAX_HOPS
+
 from ..engine import Engine
 from ..errors import KgragError, NotFound
-from ..retrieval.graph_ops import LOCAL_UNITS, MAX_DEPTH, MAX_HOPS
 from ..retrieval.pipeline import MODES
 from ..retrieval.transform import METHODS
 from ..retrieval.units import UNITS

@@ -5,7 +5,7 @@ One :class:`Retriever` serves one graph version. Every step is
 deterministic: ties break on row order and nothing samples, so the same
 (query, params, indexVersion) gives the same hits whatever the seed, as long
 as no integrity ``feedback`` (§7.16) arrives in between: hits reported as
-poisoned or injected sink below the rest (:mod:`kgrag.retrieval.feedback`).
+poisoned or injected sink below the rest (:mod:`kgrag.rcp.feedback`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.rcp import feedback as fb
+from kgrag.rcp import sessions as state
+from kgrag.rcp.params import RetrieveParams, parse_params
+from kgrag.retrieval import filters, stages
+from kgrag.text.tokens import cached_tokens
+
 from ..config import RetrievalConfig
 from ..encoders import Encoder
 from ..errors import InvalidParams, Unsupported
 from ..store import GraphReader
-from ..text import cached_tokens
-from . import feedback as fb
-from . import filters, stages, state
-from .params import RetrieveParams, parse_params
 from .units import UNITS, Source, canonical_rows, load_sources, prefetch
 
 MODES = ("dense", "sparse", "hybrid")
@@ -99,9 +101,9 @@ class Retriever:
 
     @property
     def graph_ops(self) -> Any:
-        """The ``graph`` method over this version (:mod:`kgrag.retrieval.graph_ops`)."""
+        """The ``graph`` method over this version (:mod:`kgrag.engine.graph`)."""
         if self._graph_ops is None:
-            from .graph_ops import GraphOps
+            from kgrag.engine.graph import GraphOps
 
             self._graph_ops = GraphOps(self)
         return self._graph_ops
@@ -275,11 +277,11 @@ class Retriever:
     def _graph_units(self, plan: Plan, started: float) -> dict[str, Any]:
         """``retrieve`` of unit path or subgraph (local search), or of tree nodes by a
         RAPTOR strategy."""
-        from .graph_ops import tree_hits
+        from kgrag.engine.graph import tree_hits
 
         if plan.strategy:
             if self._tree is None:
-                from ..graph.tree_search import TreeSearch
+                from kgrag.search.tree import TreeSearch
 
                 self._tree = TreeSearch(self.reader)
             hits = tree_hits(self, self._tree, plan)
@@ -334,7 +336,8 @@ class Retriever:
         """The queries recall runs, and the rewritten query to report."""
         if not plan.rewrite:
             return [plan.query], None
-        from ..nlp import load_spacy
+        from kgrag.text.nlp import load_spacy
+
         from .transform import transform
 
         out = transform(

@@ -330,7 +330,7 @@ def create_app(
 ) -> Starlette:
     """The ASGI app: the RCP endpoint, the Knowhere-style REST route, /health, and any
     extra ``routes``."""
-    from .rest import rest_routes
+    from kgrag.server.rest.app import rest_routes
 
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
 

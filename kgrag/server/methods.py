@@ -12,8 +12,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
+from kgrag.rcp.params import validate
+
 from ..errors import InvalidParams
-from ..retrieval.params import validate
 from .graphs import Graphs
 
 

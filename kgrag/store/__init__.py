@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgrag.store.folder.store import SQLiteGraphStore
+from kgrag.store.serving import ANN_MIN_ROWS
+
 from .base import (
     GRAPHS,
     RECORD_KINDS,
@@ -16,8 +19,6 @@ from .base import (
     PassageText,
     PathLimits,
 )
-from .derive import ANN_MIN_ROWS
-from .sqlite import SQLiteGraphStore
 
 
 def open_store(
@@ -25,10 +26,10 @@ def open_store(
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
     (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""
-    from .neo4j import is_uri
+    from kgrag.store.neo4j.store import is_uri
 
     if is_uri(root):
-        from .neo4j import Neo4jGraphStore
+        from kgrag.store.neo4j.store import Neo4jGraphStore
 
         return Neo4jGraphStore(str(root), keep_versions=keep_versions, ann_min_rows=ann_min_rows)
     return SQLiteGraphStore(root, keep_versions=keep_versions, ann_min_rows=ann_min_rows)

@@ -4,7 +4,7 @@ A graph lives in one folder. Each ingest writes a complete new *version*
 through a :class:`GraphWriter` and publishes it with :meth:`GraphWriter.commit`,
 one atomic step; a :class:`GraphReader` opens one published version and sees
 exactly it, whatever writers do meanwhile. The embedded implementation is
-:mod:`kgrag.store.sqlite`; a server-backed one (Neo4j) goes behind the same
+:mod:`kgrag.store.folder.store`; a server-backed one (Neo4j) goes behind the same
 two classes.
 """
 
@@ -308,10 +308,10 @@ class GraphReader(ABC):
         self, reset: np.ndarray, damping: float, eps: float, rounds: int = 100
     ) -> np.ndarray:
         """Approximate personalized PageRank over the stored walk
-        (:func:`kgrag.graph.ppr.pushed_pagerank`; ``reset`` over every vertex). Each
+        (:func:`kgrag.search.pagerank.pushed_pagerank`; ``reset`` over every vertex). Each
         round reads the walk columns of its active vertices by :meth:`adjacency`; a
         server-backed store may run the whole push where the graph lives."""
-        from ..graph.ppr import pushed_pagerank
+        from kgrag.search.pagerank import pushed_pagerank
 
         def columns(active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             adj = self.adjacency("walk", active)
@@ -325,9 +325,9 @@ class GraphReader(ABC):
         """Multi-source shortest paths over the relations from the entity rows ``seeds``
         (best first) until an entity of every group is settled (every entity within
         the limits when None): each entity's length and predecessor row (-9999 at a
-        seed). :func:`kgrag.graph.paths.path_rounds` over :meth:`adjacency` and the
+        seed). :func:`kgrag.search.paths.path_rounds` over :meth:`adjacency` and the
         entities' ``chunks``; a server-backed store may run it where the graph lives."""
-        from ..graph.paths import path_rounds, tolls
+        from kgrag.search.paths import path_rounds, tolls
 
         return path_rounds(
             lambda rows: self.adjacency("relations", rows),
@@ -344,7 +344,7 @@ class GraphReader(ABC):
     @abstractmethod
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
         """The row of each key that names a row: ``entities`` by name key (as
-        :func:`kgrag.store.keys.name_key` writes it; a shared name gives the lowest
+        :func:`kgrag.text.keys.name_key` writes it; a shared name gives the lowest
         row), ``sentences`` by the stripped sentence text (the first such sentence)."""
 
     @abstractmethod

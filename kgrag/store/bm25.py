@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .maps import FileRows, map_array
+from kgrag.store.arrays import FileRows, map_array
 
 K1, B = 1.2, 0.75  # FTS5's constants
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)

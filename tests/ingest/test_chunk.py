@@ -12,7 +12,7 @@ from ingest.chunk import chunk_documents, split_sentences
 from ingest.load import load_paths
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
-from kgrag.text import count_tokens
+from kgrag.text.tokens import count_tokens
 from kgrag.types import Document
 
 

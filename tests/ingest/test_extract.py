@@ -7,7 +7,7 @@ import pytest
 from ingest.chunk import chunk_documents
 from ingest.extract import COOC, TITLE_LABEL, extract
 from ingest.load import load_paths
-from kgrag.nlp import load_spacy
+from kgrag.text.nlp import load_spacy
 from tests.conftest import SCIENCE
 
 

@@ -13,8 +13,8 @@ import kgrag
 from ingest import ingest_paths
 from kgrag.config import load_config
 from kgrag.errors import InvalidParams, Unsupported, VersionGone
-from kgrag.text import count_tokens
-from kgrag.wire import RetrieveResult
+from kgrag.rcp.wire import RetrieveResult
+from kgrag.text.tokens import count_tokens
 from tests.conftest import DATA, small_config
 
 NEWS = DATA / "news.jsonl"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from kgrag.errors import InvalidParams, Unsupported
-from kgrag.nlp import load_spacy
 from kgrag.retrieval.transform import HYDE_FACTS, METHODS, Transformed, transform
+from kgrag.text.nlp import load_spacy
 
 BRAND = "What country was the author of Brand a citizen of?"
 FAWELL = "In what county is the city where Harris W. Fawell was born?"

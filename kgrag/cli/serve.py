@@ -1,0 +1,166 @@
+"""``kgrag serve``: the RCP/1 server over stdio or HTTP, for one or more graphs, or the
+Model Context Protocol over stdio (``--mcp``, :mod:`kgrag.adapters.mcp`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kgrag.errors import InvalidParams, Unsupported
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve graphs over RCP/1 (stdio, or HTTP with SSE) or MCP (stdio)",
+        description="Bearer tokens come from the environment (KGRAG_TOKEN reads and writes; "
+        "KGRAG_WRITE_TOKEN, when set, is needed for index/add and index/delete) or from "
+        "--token-file / --write-token-file, never from the command line.",
+    )
+    s.add_argument(
+        "--graph",
+        action="append",
+        required=True,
+        metavar="[NAME=]DIR",
+        help="a graph folder to serve (repeat for several; the first is the default)",
+    )
+    how = s.add_mutually_exclusive_group(required=True)
+    how.add_argument("--stdio", action="store_true", help="NDJSON on stdin/stdout")
+    how.add_argument("--http", metavar="HOST:PORT", help="HTTP on HOST:PORT (port 0: any free)")
+    how.add_argument(
+        "--mcp",
+        action="store_true",
+        help="Model Context Protocol tools on stdin/stdout, for agent hosts (the mcp extra)",
+    )
+    s.add_argument("--config", help="JSON config file (see kgrag/config.py)")
+    s.add_argument(
+        "--read-only",
+        action="store_true",
+        help="do not offer index/add, index/delete (MCP: add_documents, delete_documents)",
+    )
+    s.add_argument("--token-file", help="file holding the bearer token for every call")
+    s.add_argument("--write-token-file", help="file holding the bearer token for writes")
+    s.add_argument("--rate-limit", type=float, help="requests per second per client address")
+    s.add_argument("--max-body", type=int, default=8 << 20, help="largest request, in bytes")
+    s.add_argument("--workers", type=int, default=4, help="engine worker threads")
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds before a read gives up")
+    s.add_argument("--cors", action="append", metavar="ORIGIN", help="allow a browser origin")
+    s.add_argument(
+        "--no-explorer", action="store_true", help="do not serve the graph explorer page at /"
+    )
+
+
+def _secret(path: str | None, env: str) -> str | None:
+    if path:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise InvalidParams(f"cannot read {path}: {exc}", field="token") from exc
+        if not value:
+            raise InvalidParams(f"{path} is empty", field="token")
+        return value
+    return os.environ.get(env) or None
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InvalidParams(f"--http wants HOST:PORT, got {text!r}", field="http")
+    return host.strip("[]"), int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kgrag.config import load_config
+    from kgrag.server.protocol import Limits
+
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.workers < 1 or args.max_body < 1024 or args.timeout <= 0:
+        raise InvalidParams("--workers >= 1, --max-body >= 1024 and --timeout > 0", field="limits")
+    if args.rate_limit is not None and args.rate_limit <= 0:
+        raise InvalidParams("--rate-limit must be positive", field="rate-limit")
+    from kgrag.threads import serve_queries
+
+    serve_queries()
+    limits = Limits(workers=args.workers, timeout=args.timeout, max_body=args.max_body)
+    config = load_config(args.config)
+    if args.mcp:
+        return _serve_mcp(args, config)
+    if args.stdio:
+        from kgrag.server.stdio import protected_stdout, serve_stdio
+
+        out = protected_stdout()  # before any model loads and prints
+        graphs = _open(args, config)
+        try:
+            serve_stdio(graphs, limits=limits, stdout=out)
+        finally:
+            graphs.close()
+        return 0
+    return _serve_http(args, config, limits)
+
+
+def _open(args: argparse.Namespace, config: Any) -> Any:
+    from kgrag.server.graphs import Graphs
+
+    return Graphs.open(args.graph, config=config, writable=not args.read_only)
+
+
+def _serve_mcp(args: argparse.Namespace, config: Any) -> int:
+    try:
+        from kgrag.adapters.mcp import serve_mcp
+    except ImportError as exc:
+        raise Unsupported(str(exc), option="mcp") from exc
+    from kgrag.server.stdio import protected_stdout
+
+    out = protected_stdout()  # before any model loads and prints
+    graphs = _open(args, config)
+    try:
+        serve_mcp(graphs, writable=not args.read_only, workers=args.workers, stdout=out)
+    finally:
+        graphs.close()
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
+    import uvicorn
+
+    from kgrag.server.explorer import explorer_routes
+    from kgrag.server.http import Access, create_app, listen
+
+    host, port = _address(args.http)
+    access = Access(
+        _secret(args.token_file, "KGRAG_TOKEN"), _secret(args.write_token_file, "KGRAG_WRITE_TOKEN")
+    )
+    graphs = _open(args, config)
+    try:
+        routes = [] if args.no_explorer else explorer_routes()
+        app = create_app(
+            graphs,
+            limits=limits,
+            access=access,
+            rate=args.rate_limit,
+            cors=args.cors,
+            routes=routes,
+        )
+        sock, url = listen(host, port)
+        explorer = "" if args.no_explorer else f"; the explorer on {url}/"
+        print(
+            f"kgrag: serving RCP/1 on {url}/rcp "
+            f"(graphs: {', '.join(graphs.names)}; default {graphs.default}){explorer}",
+            file=sys.stderr,
+            flush=True,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        )
+        server.run(sockets=[sock])
+    finally:
+        graphs.close()
+    return 0

@@ -1,0 +1,293 @@
+"""The engine facade: open a graph, retrieve from it.
+
+The server and the CLI call this and nothing below it. ``retrieve`` takes the
+RCP/1 ``retrieve`` params (spec §7.7) and returns the RCP result; a pinned
+``indexVersion`` is served from that version or refused with -32010.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kgrag.config import Config, RetrievalConfig
+from kgrag.encoders import Encoder, load_encoder
+from kgrag.engine.graph import OPS
+from kgrag.errors import InvalidParams
+from kgrag.rcp.sessions import Sessions
+from kgrag.retrieval.pipeline import Progress, Retriever
+from kgrag.store import GraphReader, GraphStore, open_store
+
+#: graph ops offered (RCP/1 §7.9)
+GRAPH_OPS = OPS
+#: retrievers kept open for pinned older versions
+_PINNED_CACHE = 4
+
+
+class Engine:
+    """Retrieval over one graph folder: its latest version, or a pinned older one."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        reader: GraphReader,
+        encoder: Encoder,
+        config: RetrievalConfig,
+        *,
+        build_config: Config | None = None,
+    ) -> None:
+        self.store = store
+        self.build_config = build_config
+        self.reader = reader
+        self.encoder = encoder
+        self.config = config
+        self.sessions = Sessions()
+        self._retrievers: dict[str, Retriever] = {}
+        self._lock = threading.Lock()
+        self._feedback: Any = None
+        #: unpinned calls serve the store's latest version (False: the one opened)
+        self.follow_latest = True
+
+    @property
+    def index_version(self) -> str:
+        return self.reader.index_version
+
+    @property
+    def feedback_store(self) -> Any:
+        """The graph's feedback (a SQLite file beside its versions), opened on first use."""
+        with self._lock:
+            return self._feedback_unlocked()
+
+    def retriever(self, version: str | None = None) -> Retriever:
+        """The retriever of ``version`` (the latest published one when None)."""
+        with self._lock:
+            version = version or self._latest()
+            if version not in self._retrievers:
+                reader = (
+                    self.reader
+                    if version == self.reader.index_version
+                    else self.store.reader(version)
+                )
+                if len(self._retrievers) >= _PINNED_CACHE:
+                    old = next(v for v in self._retrievers if v != self.reader.index_version)
+                    self._retrievers.pop(old).reader.close()
+                self._retrievers[version] = Retriever(
+                    reader,
+                    self.encoder,
+                    self.config,
+                    sessions=self.sessions,
+                    feedback=self._feedback_unlocked(),
+                )
+            return self._retrievers[version]
+
+    def _feedback_unlocked(self) -> Any:
+        if self._feedback is None:
+            from kgrag.rcp.feedback import FeedbackStore
+
+            self._feedback = FeedbackStore(self.store.root)
+        return self._feedback
+
+    def _latest(self) -> str:
+        """The version unpinned calls serve; follows the store's latest (lock held)."""
+        if self.follow_latest:
+            current = self.store.current()
+            if current and current != self.reader.index_version:  # a writer published since
+                self.reader = self.store.reader(current)
+        return self.reader.index_version
+
+    def _pinned(self, params: Any) -> Retriever:
+        """The retriever of the call's ``indexVersion`` (the latest when absent)."""
+        version = params.get("indexVersion") if isinstance(params, dict) else None
+        return self.retriever(version if isinstance(version, str) else None)
+
+    def capabilities(self) -> dict[str, Any]:
+        """The RCP/1 capabilities this graph offers (spec §6), transport aside."""
+        from kgrag.engine import tools
+        from kgrag.rcp.sessions import SESSION_TTL_SECONDS
+        from kgrag.retrieval.filters import OPERATORS
+
+        r = self.retriever()
+        caps: dict[str, Any] = {
+            "retrieve": r.capabilities() | {"modalities": ["text"]},
+            "filter": {"fields": dict(r.fields), "operators": list(OPERATORS)},
+            "graph": {"ops": list(GRAPH_OPS)},
+            "embed": tools.embed_capability(r),
+            "transform": tools.transform_capability(r),
+            "index": {"writable": True, "chunking": True, "contextual": True},
+            "session": {"dedup": True, "ttlSeconds": SESSION_TTL_SECONDS},
+            "feedback": {},
+            "memory": tools.memory_capability(),
+            "pagination": {},
+            "citations": {},
+        }
+        rerank = tools.rerank_capability(r)
+        if rerank:
+            caps["rerank"] = rerank
+        return caps
+
+    def retrieve(
+        self, params: dict[str, Any], *, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Run the RCP ``retrieve`` method; see :mod:`kgrag.retrieval.pipeline`.
+        ``progress(stage, fraction, message, partial)`` hears of each stage."""
+        return self._pinned(params).retrieve(params, progress=progress)
+
+    def graph(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run the RCP ``graph`` method (ops local, global, drift, communities, neighbors);
+        see :mod:`kgrag.engine.graph`."""
+        return self._pinned(params).graph_ops.run(params)
+
+    def chunks(self) -> list[dict[str, Any]]:
+        """Every chunk of the latest version, hit-shaped (``id``, ``text``, ``meta``,
+        ``citation``, ``chunk``), in store order; for callers that scope a corpus.
+        The records are shared: read them, do not change them."""
+        r = self.retriever()
+        records = r.chunk_records
+        if records is None:  # built once per version
+            records = r.chunk_records = [
+                {
+                    "id": it.id,
+                    "text": it.text,
+                    "meta": dict(it.meta),
+                    "citation": dict(it.citation),
+                    "chunk": dict(it.chunk or {}),
+                }
+                for it in r.sources["chunk"].items
+            ]
+        return records
+
+    def embed(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``embed`` (§7.3): one vector per input, as JSON or ``f32-base64``."""
+        from kgrag.engine import tools
+
+        return tools.embed(self.retriever(), params)
+
+    def rerank(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``rerank`` (§7.6): a score per passage, and the order best-first."""
+        from kgrag.engine import tools
+
+        return tools.rerank(self.retriever(), params)
+
+    def transform(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``query/transform`` (§7.8)."""
+        from kgrag.engine import tools
+
+        return tools.transform_query(self.retriever(), params)
+
+    def memory_build(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``memory/build`` (§7.17): the graph is the memory; its id names the version."""
+        from kgrag.engine import tools
+
+        return tools.memory_build(self.retriever(), params)
+
+    def memory_recall(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``memory/recall`` (§7.17): entry points (seed entities and facts) for a query."""
+        from kgrag.engine import tools
+
+        return tools.memory_recall(self.retriever(), params)
+
+    def feedback(self, params: dict[str, Any]) -> dict[str, Any]:
+        """RCP ``feedback`` (§7.16): signals are stored; hits flagged as poisoned or
+        injected sink below the others in calls that start afterwards."""
+        return self.feedback_store.record(params)
+
+    def add(
+        self, documents: Sequence[Any], *, chunk: bool = True, contextual: bool = False
+    ) -> dict[str, Any]:
+        """RCP ``index/add`` (§7.10): upsert ``{id?, text, meta?, title?}`` documents.
+
+        Returns ``{"ids", "chunks", "indexVersion"}``, ids in input order. A
+        document with an explicit id replaces the stored one of that id; one
+        without gets a hash of its title and text. One new version is published
+        (none when nothing changed); unpinned calls then serve it.
+        """
+        from ingest.incremental.update import apply_update, documents_from_params
+
+        docs = documents_from_params(documents)
+        result = apply_update(
+            self.store,
+            self._build_config(),
+            self.encoder,
+            add=docs,
+            split=chunk,
+            contextual=contextual,
+        )
+        with self._lock:
+            self._latest()
+        return {"ids": result.ids, "chunks": result.chunks, "indexVersion": result.index_version}
+
+    def delete(self, ids: Sequence[str]) -> dict[str, Any]:
+        """RCP ``index/delete`` (§7.11): remove documents by id; absent ids are ignored.
+
+        Returns ``{"deleted", "indexVersion"}``; a repeat deletes 0 and publishes nothing.
+        """
+        from ingest.incremental.update import apply_update
+
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
+            raise InvalidParams("ids must be an array of strings", field="ids")
+        result = apply_update(
+            self.store,
+            self._build_config(),
+            self.encoder,
+            delete=ids,
+        )
+        with self._lock:
+            self._latest()
+        return {"deleted": result.deleted, "indexVersion": result.index_version}
+
+    def _build_config(self) -> Config:
+        """The settings the graph was built with (from its manifest)."""
+        manifest = self.store.manifest()
+        stored = manifest.get("versions", {}).get(manifest.get("indexVersion", ""), {})
+        base = self.build_config or Config()
+        if "config" not in stored:
+            return base
+        return Config.model_validate(stored["config"]).model_copy(update={"store": base.store})
+
+    def query(
+        self, text: str, *, k: int = 5, unit: str = "chunk", mode: str = "hybrid"
+    ) -> list[dict[str, Any]]:
+        """Shorthand: the hits of ``retrieve`` for one text query."""
+        return self.retrieve({"query": text, "k": k, "unit": unit, "mode": mode})["hits"]
+
+    def close(self) -> None:
+        with self._lock:
+            for r in self._retrievers.values():
+                if r.reader is not self.reader:
+                    r.reader.close()
+            self._retrievers.clear()
+            if self._feedback is not None:
+                self._feedback.close()
+        self.reader.close()
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(  # noqa: A001 - the public name is kgrag.open
+    path: str | Path, *, index_version: str | None = None, config: Config | None = None
+) -> Engine:
+    """Open the graph folder ``path`` (its latest version unless ``index_version``)."""
+    config = config or Config()
+    store = open_store(
+        path,
+        keep_versions=config.store.keep_versions,
+        ann_min_rows=config.store.ann_min_rows,
+    )
+    reader = store.reader(index_version)
+    models = reader.manifest.get("models", {})
+    encoder = load_encoder(
+        models.get("embedding", config.models.embedding),
+        config.models.batch_size,
+        config.models.device,
+        config.models.runtime,
+    )
+    engine = Engine(store, reader, encoder, config.retrieval, build_config=config)
+    engine.follow_latest = index_version is None
+    return engine

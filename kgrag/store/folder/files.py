@@ -1,0 +1,339 @@
+"""The query side of the embedded store: the serving files of one version
+(:mod:`kgrag.store.serving`), opened by memory map on first use.
+
+Nothing here reads a file whole: arrays are mapped and a query touches the
+pages of the rows it asks for (a full scan only where one is asked for, the
+dense similarity over every chunk). Nearest neighbours go through the
+version's product-quantised index for the kinds that have one (faiss, its
+codes read into memory: 48 bytes a vector) and otherwise through a
+half-precision scan; either way the candidates are re-scored by exact float32
+cosines.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgrag.errors import InvalidParams, StoreError
+from kgrag.store.arrays import FileRows, map_array
+from kgrag.store.base import (
+    GRAPHS,
+    Adjacency,
+    exact_scores,
+    gather_rows,
+    nearest_request,
+    row_ranges,
+    top_rows,
+)
+from kgrag.store.serving import HALF_KINDS
+
+_MIN_CANDIDATES = 32  # half-precision scans take at least this many
+#: ANN candidates re-scored exactly: at least this many, and 10 per asked neighbour
+#: (60k-passage graph, exact top 5 of 691k facts among the best 64 / 256 / 1024
+#: codes: 0.95 / 0.99 / 1.00; 2Wiki, exact top 100 chunks among 400 / 1,000: 0.985 /
+#: 1.000)
+ANN_CANDIDATES = 256
+ANN_EXPANSION = 10
+#: a walk of at most this many entries is held in memory once read (8 bytes an entry;
+#: 2Wiki: 1.1M entries, 60k passages: 5.1M, 41 MB, where a search's PageRank rounds read
+#: ~160k entries each, already ~38 MiB of the mapped walk's pages over 100 questions):
+#: scipy's column slicing of an in-memory matrix takes half the time of gathering the
+#: columns from the map (60k: local search 43 -> 38 ms)
+_SMALL_WALK = 16_000_000
+_FEW_ROWS = 512  # scattered rows read by pread rather than through a map, at most
+_SMALL_FILE = 8 << 20  # ... of a file larger than this (bytes)
+
+
+class ServingFiles:
+    """The mapped serving files of one version folder."""
+
+    def __init__(self, folder: Path, vectors: Path, dim: int) -> None:
+        self.folder, self.vector_folder, self.dim = folder, vectors, dim
+        self._maps: dict[str, Any] = {}
+        self._lock = threading.RLock()  # re-entered: the small walk reads its files under it
+        self._names: sqlite3.Connection | None = None
+        self.meta = json.loads((folder / "serving.json").read_text())
+
+    def array(self, name: str, mode: Literal["r", "c"] = "r") -> np.ndarray:
+        """``name``.npy, mapped (once)."""
+        arr = self._maps.get(name)
+        if arr is None:
+            path = self.folder / f"{name}.npy"
+            try:
+                arr = map_array(path, mode)
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"{path}: cannot map: {exc}") from exc
+            self._maps[name] = arr
+        return arr
+
+    def matrix(self, kind: str) -> np.ndarray:
+        key = f"vectors:{kind}"
+        if key not in self._maps:
+            path = self.vector_folder / f"{kind}.npy"
+            self._maps[key] = (
+                map_array(path, "r", random=kind != "chunks")  # chunks: scanned in full
+                if path.exists()
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
+        matrix: np.ndarray = self._maps[key]
+        return matrix
+
+    # -- ids ---------------------------------------------------------------------------
+
+    def size(self, kind: str) -> int:
+        return len(self.array(f"ids.{kind}"))
+
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        return [b.decode() for b in self._gather(f"ids.{kind}", rows).tolist()]
+
+    def _gather(self, name: str, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Rows of ``name``.npy: from a large file a few hundred scattered ones are read
+        by ``pread`` (a map would keep ~64 KB resident around each), else through the
+        map (a small file's pages are few, and a map's gather is cheaper per call)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        mapped = self.array(name)
+        if len(idx) > _FEW_ROWS or mapped.nbytes <= _SMALL_FILE:
+            return np.asarray(mapped[idx])
+        if not len(idx):
+            return self.array(name)[:0]
+        wanted, inverse = np.unique(idx, return_inverse=True)
+        found: np.ndarray = self._file(self.folder / f"{name}.npy").take(wanted)[inverse]
+        return found
+
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        ordered, order = self.array(f"sorted.{kind}"), self.array(f"order.{kind}")
+        if not len(ids) or not len(ordered):
+            return np.full(len(ids), -1, dtype=np.int64)
+        encoded = [i.encode() for i in ids]
+        keys = np.array(encoded, dtype=ordered.dtype)  # longer ids are cut: checked below
+        pos = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+        ok = ordered[pos] == keys
+        ok &= np.array([len(e) <= ordered.dtype.itemsize for e in encoded])
+        return np.where(ok, np.asarray(order[pos], dtype=np.int64), -1)
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def similarity(self, kind: str, query: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        matrix = self.matrix(kind)
+        q = np.asarray(query, dtype=np.float32)
+        if rows is None:
+            return matrix @ q if len(matrix) else np.zeros(0, dtype=np.float32)
+        r = np.asarray(rows, dtype=np.int64)
+        if not len(r):
+            return np.zeros(0, dtype=np.float32)
+        # in blocks: a community level's rows are read, scored and let go 8k at a time
+        blocks = [self.vectors_of(kind, r[i : i + 8192]) @ q for i in range(0, len(r), 8192)]
+        return np.concatenate(blocks)
+
+    def nearest(
+        self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None
+    ) -> list[list[tuple[int, float]]]:
+        q, k, cand = nearest_request(self.size(kind), queries, k, among)
+        if k <= 0:
+            return [[] for _ in range(len(q))]
+        if cand is not None:
+            return [self._rescore(kind, vec, cand, k) for vec in q]
+        if kind in self.meta.get("ann", ()):
+            return self._ann(kind, q, k)
+        if kind in HALF_KINDS:
+            return self._half(kind, q, k)
+        matrix = self.matrix(kind)
+        return [self._rescore(kind, vec, np.arange(len(matrix)), k) for vec in q]
+
+    def vectors_of(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        """The float32 vectors of ``rows``: for a kind that is not scanned whole, read
+        with ``pread`` rather than through the map (:class:`~kgrag.store.arrays.FileRows`),
+        so that a few scattered rows do not make the process hold the pages around them."""
+        r = np.asarray(rows, dtype=np.int64)
+        if kind == "chunks" or not len(r):
+            return np.asarray(self.matrix(kind)[r], dtype=np.float32)
+        found = self._file(self.vector_folder / f"{kind}.npy")
+        if found.dtype != np.float32 or len(found.shape) != 2:
+            raise StoreError(f"{found.path}: not a float32 matrix")
+        return found.take(r)
+
+    def _rescore(self, kind: str, vec: np.ndarray, rows: np.ndarray, k: int) -> list[Any]:
+        """The top ``k`` of ``rows`` by :func:`exact_scores`, ties by row; over many rows,
+        of the ``max(32, 4k)`` best by a float32 product."""
+        vectors = self.vectors_of(kind, rows)
+        wide = max(_MIN_CANDIDATES, 4 * k)
+        if len(rows) > wide:
+            rough = vectors @ vec
+            keep = np.sort(np.argpartition(-rough, wide - 1)[:wide])
+            rows, vectors = rows[keep], vectors[keep]
+        return top_rows(rows, exact_scores(vectors, vec), k)
+
+    def _half(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Top k of each query row by half-precision scores over a candidate margin,
+        ranked by exact ones.
+
+        A half-precision copy holds half the bytes of the float32 vectors, and torch's
+        fp16 matrix-vector kernel scans it about as fast as numpy scans float32 (numpy
+        has no fp16 kernel). Half precision rounds scores by ~1e-3, so the
+        ``max(32, 4k)`` best rows by fp16 score are ranked by exact scores
+        (:func:`exact_scores`): the result is the exact top k unless a true top-k row
+        scores more than that margin below the fp16 cut."""
+        import torch
+
+        key = f"torch:{kind}"
+        with self._lock:
+            if key not in self._maps:  # a copy-on-write map: torch wants a writable buffer
+                self._maps[key] = torch.from_numpy(self.array(f"half.{kind}", mode="c"))
+        half = self._maps[key]
+        n = len(half)
+        wide = min(n, max(_MIN_CANDIDATES, 4 * k))
+        qh = torch.from_numpy(np.ascontiguousarray(q, dtype=np.float16))
+        out = []
+        for i, vec in enumerate(q):
+            # one matrix-vector product per query: torch's fp16 mv kernel is ~4x faster
+            # than its fp16 matrix product here (19k facts: 3 ms against 13)
+            col = torch.mv(half, qh[i]).float().numpy()
+            rows = np.sort(np.argpartition(-col, wide - 1)[:wide]) if wide < n else np.arange(n)
+            out.append(self._rescore(kind, vec, rows, k))
+        return out
+
+    def _ann(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        return ann_nearest(
+            self.ann_index(kind), lambda rows: self.vectors_of(kind, rows), self.size(kind), q, k
+        )
+
+    def ann_index(self, kind: str) -> Any:
+        key = f"ann:{kind}"
+        with self._lock:
+            if key not in self._maps:
+                self._maps[key] = open_ann(self.folder / f"ann.{kind}.faiss")
+            return self._maps[key]
+
+    # -- graphs --------------------------------------------------------------------------
+
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        if graph not in GRAPHS:
+            raise InvalidParams(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
+        r = np.asarray(rows, dtype=np.int64)
+        small = self._small_walk() if graph == "walk" else None
+        if small is not None:  # in memory: scipy's gather kernel
+            return Adjacency(*gather_rows(small.indptr, small.indices, small.data, r))
+        indptr, indices = self.array(f"{graph}.indptr"), self.array(f"{graph}.indices")
+        out_ptr, take = row_ranges(indptr, r)
+        cols = np.asarray(indices[take])
+        if graph == "links":
+            return Adjacency(out_ptr, cols, np.asarray(self.array("link_in")[cols]))
+        data = edge = None
+        if graph == "walk":  # float32, as the walk is summed
+            data = np.asarray(self.array("walk.data")[take])
+        elif graph == "relations":  # path lengths in float64, whatever the file's width
+            data = np.asarray(self.array("relations.data")[take], dtype=np.float64)
+            edge = np.asarray(self.array("relations.edge")[take], dtype=np.int64)
+        return Adjacency(out_ptr, cols, data if data is not None else np.ones(len(cols)), edge)
+
+    def _small_walk(self) -> sp.csc_matrix | None:
+        """The walk as an in-memory CSC matrix when it has at most :data:`_SMALL_WALK`
+        entries (read once, on the first walk request), else None."""
+        with self._lock:
+            if "walk:small" not in self._maps:
+                indptr = self.array("walk.indptr")
+                small = None
+                if int(indptr[-1]) <= _SMALL_WALK:
+                    n = len(indptr) - 1
+                    small = sp.csc_matrix(
+                        (self._whole("walk.data"), self._whole("walk.indices"), np.array(indptr)),
+                        shape=(n, n),
+                    )
+                self._maps["walk:small"] = small
+            return self._maps["walk:small"]
+
+    def _whole(self, name: str) -> np.ndarray:
+        """``name``.npy read whole into memory (by ``pread``: no page of it stays mapped)."""
+        found = self._file(self.folder / f"{name}.npy")
+        return found.slice(0, len(found)).copy()
+
+    def _file(self, path: Path) -> FileRows:
+        """``path`` opened for ``pread`` (once)."""
+        key = f"file:{path}"
+        with self._lock:
+            if key not in self._maps:
+                try:
+                    self._maps[key] = FileRows(path)
+                except (OSError, ValueError) as exc:
+                    raise StoreError(f"{path}: cannot read: {exc}") from exc
+            rows: FileRows = self._maps[key]
+            return rows
+
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        return [b.decode() for b in self._gather("relations.ids", edges).tolist()]
+
+    def chunk_vertices(self, rows: np.ndarray | None) -> np.ndarray:
+        cv = self.array("chunk_vertex")
+        return np.asarray(cv if rows is None else cv[np.asarray(rows, dtype=np.int64)])
+
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.array("title_entity")[np.asarray(rows, dtype=np.int64)])
+
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None) -> np.ndarray:
+        path = self.folder / f"attr.{kind}.{name}.npy"
+        if not path.exists():
+            raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
+        column = self.array(f"attr.{kind}.{name}")
+        return column if rows is None else np.asarray(column[np.asarray(rows, dtype=np.int64)])
+
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        table = {"entities": "names", "sentences": "sentences"}.get(kind)
+        if table is None:
+            raise InvalidParams(f"no lookup for {kind!r}", field="kind")
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        with self._lock:
+            if self._names is None:
+                uri = f"file:{self.folder / 'names.sqlite'}?mode=ro"
+                self._names = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            found: dict[str, int] = {}
+            for i in range(0, len(wanted), 900):
+                batch = wanted[i : i + 900]
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT key, row FROM {table} WHERE key IN ({marks})"
+                found.update(self._names.execute(sql, batch).fetchall())
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            if self._names is not None:
+                self._names.close()
+            for value in self._maps.values():
+                if isinstance(value, FileRows):
+                    value.close()
+            self._maps.clear()
+
+
+def ann_nearest(
+    index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
+) -> list[list[tuple[int, float]]]:
+    """The ``k`` nearest of ``n`` rows for each row of ``q``: candidates from the
+    quantised ``index`` (at least :data:`ANN_CANDIDATES`, :data:`ANN_EXPANSION`
+    per asked neighbour), ranked by the exact float32 cosines of their ``vectors``,
+    ties by row."""
+    wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
+    _, found = index.search(np.ascontiguousarray(np.atleast_2d(q), dtype=np.float32), wide)
+    out = []
+    for i, vec in enumerate(np.atleast_2d(q)):
+        rows = np.sort(found[i][found[i] >= 0].astype(np.int64))
+        out.append(top_rows(rows, exact_scores(vectors(rows), vec), k))
+    return out
+
+
+def open_ann(path: Path) -> Any:
+    """A kind's quantised index, read into memory (its codes are 1/32 of the vectors)."""
+    import faiss
+
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError as exc:
+        raise StoreError(f"{path}: unreadable ANN index: {str(exc).splitlines()[0]}") from exc

@@ -1,0 +1,537 @@
+"""The embedded store: one SQLite file (with an FTS5 BM25 index) and numpy
+vector files per version, under one graph folder.
+
+    graphs/NAME/
+      manifest.json            published versions; "indexVersion" is the latest
+      .lock                    held by the one writer at a time
+      versions/v000001/        graph.sqlite, vectors/<kind>.npy, version.json
+      versions/.tmp-*/         a version being written (removed if its writer died)
+
+Publishing renames the finished folder into place and then replaces
+manifest.json with ``os.replace``; a process killed at any moment leaves the
+previous manifest, and so the previous version, intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgrag.errors import InvalidParams, StoreError, VersionGone
+from kgrag.store import schema
+from kgrag.store.base import (
+    RECORD_KINDS,
+    VECTOR_KINDS,
+    Adjacency,
+    GraphReader,
+    GraphStore,
+    GraphWriter,
+)
+from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words
+from kgrag.store.folder.files import ServingFiles
+from kgrag.store.serving import ANN_MIN_ROWS, SERVING, SERVING_FORMAT, derive
+from kgrag.types import (
+    Chunk,
+    Community,
+    Document,
+    Entity,
+    Mention,
+    Relation,
+    Sentence,
+    Synonym,
+    TreeNode,
+)
+
+MANIFEST = "manifest.json"
+FORMAT = "kgrag-graph"
+_BATCH = 900  # stays under SQLite's bound-parameter limit
+_CACHE_KIB = 256 << 10  # the writer's page cache: inserts by hashed id land all over a table
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _crash_point(name: str) -> None:
+    """Fault injection for the crash tests: die here if KGRAG_CRASH_AT names this point."""
+    if os.environ.get("KGRAG_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _batches(ids: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(ids), _BATCH):
+        yield ids[i : i + _BATCH]
+
+
+def _vector_kind(kind: str) -> str:
+    if kind not in VECTOR_KINDS:
+        raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+    return kind
+
+
+def _serving_ok(folder: Path) -> bool:
+    try:
+        meta = json.loads((folder / SERVING / "serving.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == SERVING_FORMAT
+
+
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+class SQLiteGraphStore(GraphStore):
+    """A graph folder in the embedded format."""
+
+    def __init__(
+        self, root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = ANN_MIN_ROWS
+    ) -> None:
+        self.root = Path(root)
+        self.keep_versions = keep_versions
+        self.ann_min_rows = ann_min_rows
+        self._current: tuple[tuple[int, int, int], str | None] | None = None
+
+    def manifest(self) -> dict[str, Any]:
+        path = self.root / MANIFEST
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path}: unreadable manifest: {exc}") from exc
+        if data.get("format") != FORMAT:
+            raise StoreError(f"{path}: not a kgrag graph manifest")
+        if data.get("schema") != schema.SCHEMA_VERSION:
+            raise StoreError(
+                f"{path}: schema {data.get('schema')} but this kgrag reads "
+                f"schema {schema.SCHEMA_VERSION}; rebuild the graph"
+            )
+        return data
+
+    def versions(self) -> list[str]:
+        return sorted(self.manifest().get("versions", {}))
+
+    def current(self) -> str | None:
+        """The published version, re-read only when the manifest file changed (every
+        query asks; a publish replaces the file, so its inode changes)."""
+        try:
+            st = (self.root / MANIFEST).stat()
+        except FileNotFoundError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._current is None or self._current[0] != key:
+            self._current = (key, self.manifest().get("indexVersion"))
+        return self._current[1]
+
+    def reader(self, version: str | None = None) -> SQLiteGraphReader:
+        manifest = self.manifest()
+        if not manifest:
+            raise StoreError(
+                f"{self.root}: no graph here (run `kgrag ingest ... --graph {self.root}`)"
+            )
+        version = version or manifest["indexVersion"]
+        folder = self.root / "versions" / version
+        if version not in manifest["versions"] or not folder.is_dir():
+            raise VersionGone(f"indexVersion {version!r} is no longer stored", indexVersion=version)
+        meta = dict(manifest["versions"][version], indexVersion=version)
+        if not _serving_ok(folder):
+            self._upgrade(folder)
+        return SQLiteGraphReader(folder, meta)
+
+    def _upgrade(self, folder: Path) -> None:
+        """Derive the serving files of a version written before they existed (once, under
+        the writers' lock; the version's records are not touched)."""
+        try:
+            with open(self.root / ".lock", "a+") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if _serving_ok(folder):
+                    return
+                tmp = folder / f".{SERVING}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                try:
+                    derive(folder, tmp, ann_min_rows=self.ann_min_rows)
+                    shutil.rmtree(folder / SERVING, ignore_errors=True)
+                    os.replace(tmp, folder / SERVING)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:
+            raise StoreError(
+                f"{folder}: this version's serving files are missing or of an older format "
+                f"and cannot be written here ({exc}); open the graph once where it is writable"
+            ) from exc
+
+    def writer(self) -> SQLiteGraphWriter:
+        return SQLiteGraphWriter(self)
+
+    # -- used by the writer while it holds the lock --------------------------------
+
+    def _next_version(self) -> str:
+        known = set(self.manifest().get("versions", {}))
+        folder = self.root / "versions"
+        if folder.is_dir():
+            known.update(p.name for p in folder.iterdir() if re.fullmatch(r"v\d{6}", p.name))
+        numbers = [int(v[1:]) for v in known] or [0]
+        return f"v{max(numbers) + 1:06d}"
+
+    def _publish(self, version: str, meta: dict[str, Any]) -> None:
+        manifest = self.manifest() or {"format": FORMAT, "schema": schema.SCHEMA_VERSION}
+        versions = dict(manifest.get("versions", {}))
+        versions[version] = meta
+        dropped = sorted(versions)[: max(0, len(versions) - self.keep_versions)]
+        for old in dropped:
+            versions.pop(old)
+        manifest.update(indexVersion=version, versions=versions)
+        tmp = self.root / f".{MANIFEST}.{uuid.uuid4().hex}"
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
+        _fsync(tmp)
+        os.replace(tmp, self.root / MANIFEST)
+        _fsync(self.root)
+        for old in dropped:
+            shutil.rmtree(self.root / "versions" / old, ignore_errors=True)
+
+
+class SQLiteGraphWriter(GraphWriter):
+    """Writes a version into a private temporary folder, then publishes it."""
+
+    def __init__(self, store: SQLiteGraphStore) -> None:
+        self.store = store
+        (store.root / "versions").mkdir(parents=True, exist_ok=True)
+        self._lock = open(store.root / ".lock", "a+")  # noqa: SIM115 - held until commit/abort
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        published = set(store.manifest().get("versions", {}))
+        for folder in (store.root / "versions").iterdir():
+            if folder.name not in published:  # left by a writer that died; we hold the lock
+                shutil.rmtree(folder, ignore_errors=True)
+        for stale in store.root.glob(f".{MANIFEST}.*"):
+            stale.unlink(missing_ok=True)
+        self.folder = store.root / "versions" / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        (self.folder / "vectors").mkdir(parents=True)
+        self.db = sqlite3.connect(self.folder / "graph.sqlite")
+        self.db.executescript(
+            f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{_CACHE_KIB};"
+            + schema.DDL
+        )
+        self._done = False
+        self._filled: list[np.memmap] = []
+
+    def add(self, kind: str, records: Iterable[Any]) -> None:
+        if kind not in RECORD_KINDS:
+            raise InvalidParams(f"unknown record kind {kind!r}", field="kind")
+        sql, row = schema.INSERTS[kind]
+        try:
+            self.db.executemany(sql, (row(r) for r in records))
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"duplicate {kind} record: {exc}") from exc
+
+    def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:
+        if kind not in VECTOR_KINDS:
+            raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+            raise StoreError(f"{kind}: {len(ids)} ids but a matrix of shape {matrix.shape}")
+        path = self.folder / "vectors" / f"{kind}.npy"
+        self._filled = [m for m in self._filled if Path(str(m.filename)) != path]  # replaced
+        path.unlink(missing_ok=True)  # a new file: a map of the old one stays valid
+        np.save(path, matrix)
+        self._vector_ids(kind, ids)
+
+    def vectors_to_fill(self, kind: str, ids: Sequence[str], dim: int) -> np.ndarray:
+        """The vectors of one kind as a zeroed float32 file mapped for writing, shape
+        ``(len(ids), dim)``, row i for ids[i]: for a matrix too large to hold in memory
+        (the caller fills it in blocks; it is flushed by :meth:`commit`). It takes the
+        place of :meth:`add_vectors` for the kind."""
+        if kind not in VECTOR_KINDS:
+            raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+        path = self.folder / "vectors" / f"{kind}.npy"
+        matrix = np.lib.format.open_memmap(path, "w+", np.float32, (len(ids), dim))
+        self._filled.append(matrix)
+        self._vector_ids(kind, ids)
+        return matrix
+
+    def _vector_ids(self, kind: str, ids: Sequence[str]) -> None:
+        self.db.execute("DELETE FROM vector_ids WHERE kind = ?", (kind,))
+        self.db.executemany(
+            "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
+        )
+
+    def commit(self, meta: dict[str, Any]) -> str:
+        for matrix in self._filled:
+            matrix.flush()
+        self._filled.clear()
+        self.db.executescript(schema.INDEXES)
+        for fts, _, _ in schema.FTS.values():
+            self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+        self.db.commit()
+        self.db.close()
+        derive(self.folder, self.folder / SERVING, ann_min_rows=self.store.ann_min_rows)
+        _crash_point("after-derive")
+        version = self.store._next_version()
+        meta = dict(meta, created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        (self.folder / "version.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+        for path in [*self.folder.rglob("*")]:
+            if path.is_file():
+                _fsync(path)
+        final = self.store.root / "versions" / version
+        _crash_point("before-rename")
+        os.replace(self.folder, final)
+        _fsync(final.parent)
+        _crash_point("before-manifest")
+        self.store._publish(version, meta)
+        self._release()
+        return version
+
+    def abort(self) -> None:
+        if self._done:
+            return
+        self._filled.clear()
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        self._done = True
+        fcntl.flock(self._lock, fcntl.LOCK_UN)
+        self._lock.close()
+
+
+class SQLiteGraphReader(GraphReader):
+    """One version, opened read-only; safe to share between threads."""
+
+    def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
+        self.folder = folder
+        self.manifest = meta
+        self.index_version = meta["indexVersion"]
+        uri = f"file:{folder / 'graph.sqlite'}?mode=ro"
+        try:
+            self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self.db.execute("SELECT 1 FROM chunks LIMIT 1")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{folder}: cannot open graph.sqlite: {exc}") from exc
+        self._lock = threading.Lock()
+        self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
+        self._stop = _stop_words()
+        try:
+            self.serving = ServingFiles(
+                folder / SERVING, folder / "vectors", int(meta.get("dim", 0))
+            )
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{folder}: unreadable serving files: {exc}") from exc
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
+
+    def _by_ids(self, select: str, column: str, ids: Sequence[str] | None) -> list[Any]:
+        """Rows of ``select`` (a SELECT ... FROM) whose ``column`` is in ``ids``; all if None."""
+        if ids is None:
+            return self._rows(select)
+        rows: list[Any] = []
+        for batch in _batches(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(batch))
+            rows += self._rows(f"{select} WHERE {column} IN ({marks})", batch)
+        return rows
+
+    def counts(self) -> dict[str, int]:
+        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in RECORD_KINDS}
+
+    def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
+        sql = "SELECT id, title, uri, meta, text, sections FROM documents"
+        rows = self._by_ids(sql, "id", ids)
+        return sorted((schema.document(r) for r in rows), key=lambda d: d.id)
+
+    def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
+        sql = f"SELECT {schema.CHUNK_COLUMNS} FROM chunks"
+        rows = self._by_ids(sql, "id", ids)
+        return sorted((schema.chunk(r) for r in rows), key=lambda c: (c.doc_id, c.index))
+
+    def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
+        sql = 'SELECT chunk_id, idx, start, "end", entity_ids FROM sentences'
+        rows = self._by_ids(sql, "chunk_id", chunk_ids)
+        return sorted((schema.sentence(r) for r in rows), key=lambda s: (s.chunk_id, s.index))
+
+    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
+        sql = "SELECT id, name, type, aliases FROM entities"
+        rows = self._by_ids(sql, "id", ids)
+        chunks: dict[str, list[str]] = {}
+        for m in self.mentions_of([r[0] for r in rows] if ids is not None else None):
+            chunks.setdefault(m.entity_id, []).append(m.chunk_id)
+        out = [schema.entity(r, tuple(sorted(chunks.get(r[0], ())))) for r in rows]
+        return sorted(out, key=lambda e: e.id)
+
+    def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        return dict(self._by_ids("SELECT id, name FROM entities", "id", ids))
+
+    def mentions_of(self, entity_ids: Sequence[str] | None) -> list[Mention]:
+        """Mentions of the given entities (all when None)."""
+        sql = "SELECT entity_id, chunk_id, count FROM mentions"
+        return [schema.mention(r) for r in self._by_ids(sql, "entity_id", entity_ids)]
+
+    def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
+        sql = "SELECT entity_id, chunk_id, count FROM mentions"
+        rows = self._by_ids(sql, "chunk_id", chunk_ids)
+        return sorted((schema.mention(r) for r in rows), key=lambda m: (m.chunk_id, m.entity_id))
+
+    def relations(
+        self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
+    ) -> list[Relation]:
+        base = "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
+        if touching is not None:
+            rows = self._by_ids(base, "src", touching)
+            rows += self._by_ids(base, "dst", touching)
+            if ids is not None:
+                wanted = set(ids)
+                rows = [r for r in rows if r[0] in wanted]
+        else:
+            rows = self._by_ids(base, "id", ids)
+        unique = {r[0]: r for r in rows}
+        return [schema.relation(unique[k]) for k in sorted(unique)]
+
+    def synonyms(self) -> list[Synonym]:
+        rows = self._rows("SELECT src, dst, score FROM synonyms ORDER BY src, dst")
+        return [schema.synonym(r) for r in rows]
+
+    def communities(
+        self, level: int | None = None, ids: Sequence[str] | None = None
+    ) -> list[Community]:
+        sql = "SELECT * FROM communities"
+        rows = self._by_ids(sql, "id", ids)
+        out = [schema.community(r) for r in rows if level is None or r[1] == level]
+        return sorted(out, key=lambda c: (c.level, c.id))
+
+    def tree_nodes(
+        self, level: int | None = None, ids: Sequence[str] | None = None
+    ) -> list[TreeNode]:
+        sql = "SELECT * FROM tree_nodes"
+        rows = self._by_ids(sql, "id", ids)
+        out = [schema.tree_node(r) for r in rows if level is None or r[1] == level]
+        return sorted(out, key=lambda t: (t.level, t.id))
+
+    def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
+        if kind not in VECTOR_KINDS:
+            raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+        if kind not in self._vectors:
+            sql = "SELECT id FROM vector_ids WHERE kind=? ORDER BY row"
+            ids = [r[0] for r in self._rows(sql, (kind,))]
+            path = self.folder / "vectors" / f"{kind}.npy"
+            if path.exists():
+                matrix = np.load(path, mmap_mode="r")
+            else:
+                matrix = np.zeros((0, int(self.manifest.get("dim", 0))), dtype=np.float32)
+            if matrix.shape[0] != len(ids):
+                raise StoreError(f"{path}: {matrix.shape[0]} vectors for {len(ids)} ids")
+            self._vectors[kind] = (ids, matrix)
+        return self._vectors[kind]
+
+    def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
+        if kind not in schema.FTS:
+            raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
+        words = query_words(query, self._stop)
+        if not words or k <= 0:
+            return []
+        with self._lock:  # the query's words are tokenized through this connection
+            if kind not in self._postings:
+                fts = schema.FTS[kind][0]
+                postings = Postings.open(self.serving.folder, kind)
+                self._postings[kind] = (postings, QueryTokenizer(self.db, fts))
+            postings, tokenizer = self._postings[kind]
+            tokens = tokenizer.tokens(words)
+        if any(len(t) != 1 for t in tokens):  # a word that is a phrase: SQLite matches it
+            return self._fts_search(words, k, kind)
+        docs, scores = postings.scores([t[0] for t in tokens])
+        ids = self.serving.array(f"bm25.{kind}.ids")
+        return best(docs, scores, k, lambda d: [i.decode() for i in ids[d].tolist()])
+
+    def _fts_search(self, words: list[str], k: int, kind: str) -> list[tuple[str, float]]:
+        """The same search run by SQLite's FTS5 ``bm25()``."""
+        match = " OR ".join(f'"{t}"' for t in words)
+        fts = schema.FTS[kind][0]
+        # best k by score from the index alone, ids looked up after (joining every
+        # matching row to its record first cost twice as much). Rows tied with the
+        # k-th are all read, so ids break ties.
+        sql = (
+            f"SELECT rowid, -bm25({fts}) AS s FROM {fts} WHERE {fts} MATCH ? "
+            "ORDER BY s DESC LIMIT ?"
+        )
+        limit = k + 1
+        found = self._rows(sql, (match, limit))
+        while len(found) == limit and found[-1][1] == found[k - 1][1]:
+            limit *= 2
+            found = self._rows(sql, (match, limit))
+        _, table, key = schema.FTS[kind]
+        ids = dict(self._by_ids(f"SELECT {key}, id FROM {table}", key, [r for r, _ in found]))
+        hits = sorted(
+            ((ids[r], float(s)) for r, s in found if r in ids), key=lambda x: (-x[1], x[0])
+        )
+        return hits[:k]
+
+    # -- the query side (the serving files) ------------------------------------------------
+
+    def size(self, kind: str) -> int:
+        return self.serving.size(_vector_kind(kind))
+
+    def ids(self, kind: str, rows: Sequence[int] | np.ndarray) -> list[str]:
+        return self.serving.ids(_vector_kind(kind), rows)
+
+    def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:
+        return self.serving.rows(_vector_kind(kind), ids)
+
+    def matrix(self, kind: str) -> np.ndarray:
+        return self.serving.matrix(_vector_kind(kind))
+
+    def nearest(
+        self, kind: str, queries: np.ndarray, k: int, among: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]]:
+        return self.serving.nearest(_vector_kind(kind), queries, k, among)
+
+    def similarity(
+        self, kind: str, query: np.ndarray, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        return self.serving.similarity(_vector_kind(kind), query, rows)
+
+    def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
+        return self.serving.adjacency(graph, rows)
+
+    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.serving.chunk_vertices(rows)
+
+    def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
+        return self.serving.lookup(kind, keys)
+
+    def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.serving.attribute(kind, name, rows)
+
+    def relation_ids(self, edges: np.ndarray) -> list[str]:
+        return self.serving.relation_ids(edges)
+
+    def title_entity(self, rows: np.ndarray) -> np.ndarray:
+        return self.serving.title_entity(rows)
+
+    def close(self) -> None:
+        self.serving.close()
+        with self._lock:
+            for postings, _ in self._postings.values():
+                postings.close()
+            self._postings.clear()
+            self.db.close()

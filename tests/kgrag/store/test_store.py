@@ -1,0 +1,315 @@
+"""The store suite: every GraphStore implementation must pass it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+
+import numpy as np
+import pytest
+
+from kgrag.errors import InvalidParams, StoreError, VersionGone
+from kgrag.store import SQLiteGraphStore
+from kgrag.types import (
+    Chunk,
+    Community,
+    CommunityReport,
+    Document,
+    Entity,
+    Mention,
+    Relation,
+    Sentence,
+    Synonym,
+    TreeNode,
+)
+
+
+def _sqlite(request, tmp_path):
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+
+
+def _neo4j(request, tmp_path):
+    from kgrag.store.neo4j.store import Neo4jGraphStore
+
+    uri = request.getfixturevalue("neo4j_uri")
+    return Neo4jGraphStore(f"{uri}/t{uuid.uuid4().hex[:12]}", keep_versions=2)
+
+
+STORES = [pytest.param(_sqlite, id="sqlite"), pytest.param(_neo4j, id="neo4j")]
+
+
+@pytest.fixture(params=STORES)
+def store(request, tmp_path):
+    s = request.param(request, tmp_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def folder_store(tmp_path):
+    """The embedded store, for what only a folder has (its files)."""
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+
+
+def _leftovers(store) -> list[str]:
+    """What a writer left behind that no published version owns."""
+    if isinstance(store, SQLiteGraphStore):
+        return [p.name for p in (store.root / "versions").glob(".tmp-*")]
+    return sorted(store._tags_written() - set(store.versions()))
+
+
+def _records(tag: str = "") -> dict[str, list]:
+    doc = Document(
+        "d:1", "Rivers", "The Danube flows. The Vistula flows north.", "x.txt", {"year": 2020}
+    )
+    chunks = [
+        Chunk(
+            "c:1",
+            "d:1",
+            0,
+            f"The Danube flows into the Black Sea{tag}.",
+            "Rivers",
+            8,
+            0,
+            17,
+            {"year": 2020},
+        ),
+        Chunk(
+            "c:2", "d:1", 1, "The Vistula flows north to the Baltic.", "Rivers > North", 8, 18, 40
+        ),
+    ]
+    entities = [Entity("e:d", "Danube", "LOC", ("Donau",)), Entity("e:v", "Vistula", "LOC")]
+    report = CommunityReport(
+        "Danube and Vistula", ("Danube", "Vistula"), ("Danube -flow-> Sea",), ("s.",)
+    )
+    return {
+        "documents": [doc],
+        "chunks": chunks,
+        "sentences": [Sentence("c:1", 0, 0, 17, ("e:d",))],
+        "entities": entities,
+        "mentions": [Mention("e:d", "c:1", 2), Mention("e:v", "c:2")],
+        "relations": [Relation("r:1", "e:d", "co-occurs with", "e:v", 1.0, "cooc", ("c:1", "c:2"))],
+        "synonyms": [Synonym("e:d", "e:v", 0.81)],
+        "communities": [Community("m:1", 0, None, (), ("e:d", "e:v"), report, 7.5, ("c:1", "c:2"))],
+        "tree_nodes": [TreeNode("t:1", 1, ("c:1", "c:2"), "Rivers flow.", ("c:1", "c:2"))],
+    }
+
+
+def _write(store, tag: str = "") -> str:
+    records = _records(tag)
+    with store.writer() as w:
+        for kind, batch in records.items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+        return w.commit({"tag": tag, "dim": 4})
+
+
+def test_round_trip(store):
+    version = _write(store)
+    assert store.current() == version
+    with store.reader() as r:
+        want = _records()
+        assert r.documents() == want["documents"]
+        assert r.chunks() == want["chunks"]
+        assert r.chunks(["c:2"]) == want["chunks"][1:]
+        assert r.sentences() == want["sentences"]
+        assert r.mentions() == sorted(want["mentions"], key=lambda m: (m.chunk_id, m.entity_id))
+        assert r.relations() == want["relations"]
+        assert r.relations(touching=["e:v"]) == want["relations"]
+        assert r.synonyms() == want["synonyms"]
+        assert r.communities(level=0) == want["communities"]
+        assert r.communities(level=1) == []
+        assert r.tree_nodes() == want["tree_nodes"]
+        danube = r.entities(["e:d"])[0]
+        assert danube.aliases == ("Donau",) and danube.chunk_ids == ("c:1",)
+        assert r.entity_names(["e:v", "e:d", "e:none"]) == {"e:d": "Danube", "e:v": "Vistula"}
+        assert r.entity_names([]) == {}
+        ids, matrix = r.vectors("chunks")
+        assert ids == ["c:1", "c:2"] and matrix.shape == (2, 4)
+        assert r.vectors("facts")[0] == []
+        assert r.counts()["chunks"] == 2
+        assert r.manifest["tag"] == "" and r.index_version == version
+
+
+def test_sparse_search_ranks_by_bm25(store):
+    _write(store)
+    with store.reader() as r:
+        hits = r.search_sparse("Which river reaches the Baltic?", 5)
+        assert [h[0] for h in hits] == ["c:2", "c:1"]  # "river" matches both contexts (stemmed)
+        assert hits[0][1] > hits[1][1] > 0
+        assert [h[0] for h in r.search_sparse("Danube", 5)] == ["c:1"]
+        assert r.search_sparse("north OR flows", 5)[0][0] in {"c:1", "c:2"}  # operators are quoted
+        assert r.search_sparse("the of and", 5) == []  # stop words only
+
+
+def test_a_pinned_reader_keeps_its_version_and_old_versions_are_pruned(store):
+    v1 = _write(store, "1")
+    pinned = store.reader(v1)
+    v2 = _write(store, "2")
+    assert store.versions() == [v1, v2]
+    assert "Sea1" in pinned.chunks(["c:1"])[0].text
+    with store.reader() as latest:
+        assert "Sea2" in latest.chunks(["c:1"])[0].text
+    pinned.close()
+    v3 = _write(store, "3")
+    assert store.versions() == [v2, v3]  # keep_versions=2
+    with pytest.raises(VersionGone) as err:
+        store.reader(v1)
+    assert err.value.code == -32010
+
+
+def test_an_aborted_write_publishes_nothing(store):
+    v1 = _write(store, "1")
+    with pytest.raises(RuntimeError), store.writer() as w:
+        w.add("documents", _records("x")["documents"])
+        raise RuntimeError("crash")
+    assert store.current() == v1 and store.versions() == [v1]
+    assert _leftovers(store) == []
+
+
+def test_leftovers_of_a_dead_writer_are_cleaned_and_ignored(folder_store):
+    store = folder_store
+    v1 = _write(store, "1")
+    stale = store.root / "versions" / ".tmp-999-dead"
+    (stale / "vectors").mkdir(parents=True)
+    (stale / "graph.sqlite").write_bytes(b"half a file")
+    assert store.current() == v1
+    with store.reader() as r:
+        assert r.index_version == v1
+    _write(store, "2")
+    assert not stale.exists()
+
+
+def test_an_empty_store_fails_clearly(store):
+    assert store.current() is None and store.versions() == []
+    with pytest.raises(StoreError, match="no graph here"):
+        store.reader()
+
+
+def test_a_broken_manifest_fails_clearly(folder_store):
+    store = folder_store
+    _write(store)
+    manifest = store.root / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(data | {"schema": 99}))
+    with pytest.raises(StoreError, match="schema 99"):
+        store.reader()
+    manifest.write_text("{not json")
+    with pytest.raises(StoreError, match="unreadable manifest"):
+        store.reader()
+
+
+def test_vectors_must_match_their_ids(store):
+    with store.writer() as w, pytest.raises(StoreError, match="2 ids"):
+        w.add_vectors("chunks", ["c:1", "c:2"], np.zeros((3, 4), np.float32))
+
+
+def test_sparse_search_over_reports_and_summaries(store):
+    _write(store)
+    with store.reader() as r:
+        assert r.search_sparse("Vistula", 3, kind="communities")[0][0] == "m:1"
+        assert r.search_sparse("rivers flow", 3, kind="tree_nodes")[0][0] == "t:1"
+        assert r.search_sparse("Amazon", 3, kind="communities") == []
+
+
+# -- the query side ------------------------------------------------------------------------
+
+
+def _write_query_side(store) -> str:
+    """The records above with vectors for chunks, entities and the one fact."""
+    records = _records()
+    records["relations"].append(Relation("r:2", "e:d", "feeds", "e:v", 2.0, "svo", ("c:1",)))
+    with store.writer() as w:
+        for kind, batch in records.items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:2", "c:1"], np.eye(2, 4, dtype=np.float32))
+        entities = np.array([[0.6, 0.8, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+        w.add_vectors("entities", ["e:d", "e:v"], entities)
+        w.add_vectors("facts", ["r:2"], np.array([[0, 0.6, 0.8, 0]], dtype=np.float32))
+        return w.commit({"dim": 4})
+
+
+def test_ids_and_rows_by_vector_row(store):
+    _write_query_side(store)
+    r = store.reader()
+    assert r.size("chunks") == 2 and r.size("entities") == 2 and r.size("communities") == 0
+    assert r.ids("chunks", [1, 0]) == ["c:1", "c:2"]
+    assert r.rows("chunks", ["c:1", "c:9", "c:2", "c:1"]).tolist() == [1, -1, 0, 1]
+    assert r.rows("entities", []).tolist() == [] and r.ids("entities", []) == []
+    assert r.rows("entities", ["e:v" + "x" * 80]).tolist() == [-1]  # longer than any id
+    with pytest.raises(Exception, match="unknown vector kind"):
+        r.size("nope")
+
+
+def test_nearest_and_similarity(store):
+    _write_query_side(store)
+    r = store.reader()
+    q = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+    found = r.nearest("entities", np.stack([q, np.array([0, 0, 1, 0], np.float32)]), 2)
+    assert [row for row, _ in found[0]] == [0, 1] and found[0][0][1] == pytest.approx(0.8)
+    assert [row for row, _ in found[1]] == [1, 0]
+    assert r.nearest("entities", q, 5, among=np.array([1]))[0] == [(1, 0.0)]
+    assert r.nearest("facts", q, 3)[0] == [(0, pytest.approx(0.6))]
+    assert r.similarity("chunks", q).tolist() == [0.0, 1.0]  # row 0 is c:2 = e0
+    assert r.similarity("chunks", q, np.array([1])).tolist() == [1.0]
+    assert np.array_equal(r.matrix("entities")[1], [0, 0, 1, 0])
+
+
+def test_graph_adjacency_names_and_stats(store):
+    _write_query_side(store)
+    r = store.reader()
+    d, v = r.rows("entities", ["e:d", "e:v"]).tolist()
+    rel = r.adjacency("relations", np.array([d, v]))
+    assert rel.of(0).tolist() == [v] and rel.of(1).tolist() == [d]
+    assert rel.data.tolist() == [1.0, 1.0]  # the stated relation stands for the pair
+    assert r.relation_ids(rel.edge) == ["r:2", "r:2"]
+    c1, c2 = r.rows("chunks", ["c:1", "c:2"]).tolist()
+    mentions = r.adjacency("mentions", np.array([c1, c2]))
+    assert mentions.of(0).tolist() == [d] and mentions.of(1).tolist() == [v]
+    walk = r.adjacency("walk", r.chunk_vertices(np.array([c1])))
+    assert walk.of(0).tolist() == [d]  # the passage's one edge: its mention of e:d
+    assert r.chunk_vertices().tolist() == [3, 2]  # entities first, then chunks by id
+    # a walk column sums to 1: every vertex's out-weights are normalised
+    cols = r.adjacency("walk", np.arange(4))
+    sums = [cols.data[cols.indptr[i] : cols.indptr[i + 1]].sum() for i in range(4)]
+    assert np.allclose(sums, 1.0)
+    assert r.lookup_names(["danube", "vistula", "donau", "sea"]) == {"danube": d, "vistula": v}
+    chunks, degree = r.entity_stats(np.array([d, v]))
+    assert chunks.tolist() == [1, 1] and degree.tolist() == [2, 2]
+    assert r.specificity(np.array([d])).tolist() == [1.0]
+    assert r.title_entity(np.array([c1, c2])).tolist() == [-1, -1]
+    titles = r.attribute("chunks", "title", np.array([c2, c1]))
+    assert [t.decode() for t in titles.tolist()] == ["Rivers", "Rivers"]  # the document's
+    assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []
+    with pytest.raises(Exception, match="unknown graph"):
+        r.adjacency("roads", np.array([0]))
+
+
+def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
+    """The folder writer's ``vectors_to_fill``: a matrix written in blocks into the
+    version's own file reads back as ``add_vectors`` would have stored it, and the
+    secondary indexes made at commit answer the queries that use them."""
+    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    matrix = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
+    with store.writer() as w:
+        for kind, batch in _records().items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+        out = w.vectors_to_fill("sentences", [f"c:1#{i}" for i in range(5)], 4)
+        out[:3], out[3:] = matrix[:3], matrix[3:]
+        w.vectors_to_fill("facts", ["r:1"], 4)[:] = 1.0
+        w.add_vectors("facts", ["r:1"], np.full((1, 4), 0.5, np.float32))  # replaces it
+        with pytest.raises(InvalidParams, match="unknown vector kind"):
+            w.vectors_to_fill("nope", ["x"], 4)
+        w.commit({"dim": 4})
+    with store.reader() as r:
+        ids, stored = r.vectors("sentences")
+        assert ids == [f"c:1#{i}" for i in range(5)]
+        assert np.array_equal(np.asarray(stored), matrix)
+        assert np.asarray(r.vectors("facts")[1]).tolist() == [[0.5] * 4]
+        assert [x.id for x in r.relations(touching=["e:d"])] == ["r:1"]
+        db = sqlite3.connect(r.folder / "graph.sqlite")
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        db.close()
+    assert {"relations_src", "relations_dst", "mentions_chunk", "chunks_doc"} <= names
