@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.kgrag.test_cli import kgrag
 
 from kgrag.bench.evaluation import Question, evaluate, load_questions, recall_at
 from kgrag.errors import InputError
 from tests.conftest import BENCH
+from tests.kgrag.cli.test_cli import kgrag
 
 
 def test_recall_counts_distinct_passages_by_full_key():

