@@ -2,6 +2,6 @@
 
 import sys
 
-from kgrag.cli.main import main
+from kgrag.cli import main
 
 sys.exit(main())
