@@ -155,7 +155,9 @@ def build_meta(c: Config, encoder: Encoder, report: BuildReport) -> dict[str, An
     return {
         "models": {"embedding": c.models.embedding, "spacy": pick_pipeline(c.models.spacy)},
         "dim": encoder.dim,
-        "config": c.model_dump(mode="json"),
+        # local search's tunables are read-side settings no graph is built with: left out,
+        # so that a manifest is the same as before they joined the config
+        "config": c.model_dump(mode="json", exclude={"retrieval": {"local"}}),
         "counts": report.counts,
         "communities_per_level": {str(k): v for k, v in report.communities_per_level.items()},
         "tree_nodes_per_level": {str(k): v for k, v in report.tree_nodes_per_level.items()},

@@ -44,12 +44,12 @@ from typing import Any
 import igraph as ig
 import numpy as np
 
+from kgrag.config import LocalSearchConfig
 from kgrag.encoders import Encoder
 from kgrag.search.links import names, text_key, title_text
 from kgrag.search.local_rerank import (
     BM25_DEPTH,
     HOP_DEPTH,
-    SPECIFIC,
     RerankModel,
     diversified,
     features,
@@ -67,65 +67,8 @@ _RRF_K = 60
 _STEP = 1e-6  # bridge targets sit this far apart below the passage that names them
 
 
-@dataclass(frozen=True, slots=True)
-class LocalSettings:
-    damping: float = 0.5
-    passage_weight: float = 0.2
-    top_facts: int = 5
-    top_entities: int = 0  # entities nearest the whole query (0: names and facts link)
-    span_boost: float = 1.5  # seeds linked from a named span of the query weigh more
-    #: a span's nearest entity at least this close counts as named by the query
-    named_similarity: float = 0.8
-    relation_weight: float = 1.0
-    cooc_weight: float = 0.0
-    mention_weight: float = 1.0
-    synonym_weight: float = 1.0
-    fuse_dense: float = 0.5
-    bridge_from: int = 1
-    bridge_weight: float = 0.3
-    #: of the best N candidates, the passages whose title the query names (and the best
-    #: ``bridge_from``) bring every passage they name by title into the reranked
-    #: candidates, however low its own score (0: only what the bridge hop raised)
-    bridge_named: int = 10
-    bridge_extra: int = 10  # at most this many such candidates
-    link_max_in: int = 20  # titles named by more passages than this give no links
-    #: passages seeded by their dense score: the best N (0: all). With push_eps the
-    #: walk then stays near the seeds and the best passages (60k passages: PageRank
-    #: 33 -> 5 ms; recall on musique100 / hotpotqa100 / 2Wiki within a point)
-    seed_passages: int = 2000
-    #: PageRank by thresholded pushes (:func:`kgrag.search.pagerank.pushed_pagerank`): mass
-    #: under this share of the reset stops spreading; 0 solves exactly (conjugate
-    #: gradients to ``ppr_tol``)
-    push_eps: float = 1e-5
-    #: relative residual at which PageRank's conjugate gradients stop (~7 rounds):
-    #: passage ranks settle long before a full solve (2Wiki: the same top 10, in the
-    #: same order, as at 1e-7 for 40 of 40 questions)
-    ppr_tol: float = 1e-4
-    #: candidates the learned model reranks (:mod:`kgrag.search.local_rerank`; 0: none): at
-    #: least ``k``. R@5 musique100 69.25 -> 73.42 (fitted on it; cross-validated 72.58),
-    #: 2Wiki held-out 84.58 -> 94.17
-    rerank_depth: int = 50
-    #: a query whose candidates come from long documents (at least this share of them
-    #: share their document title with another) is reranked by the long-document model
-    #: (:data:`kgrag.search.local_rerank_model_long.LONG_MODEL`; above 1: never)
-    long_share: float = 0.75
-    #: there, a candidate's score less this x its highest cosine to a better candidate
-    #: of the same document orders the top ``k`` (0: by score alone). GraphRAG-Bench
-    #: medical, evidence in the top 5: Fact Retrieval 82.51 -> 84.0, Complex Reasoning
-    #: 69.89 -> 71.18 (the model cross-validated)
-    long_diversity: float = 0.4
-    #: the second walk (:meth:`LocalSearch._hop`): PageRank reset by the specific
-    #: entities (at least ``hop_specific``: in at most 5 passages) that are not seeds
-    #: of the best ``hop_from`` candidates and of the first ``hop_named`` candidates
-    #: whose title the query names: the names a first hop's passage gives the next
-    #: hop. Its rank and mass are rerank features; its best ``hop_extra`` passages
-    #: join the candidates. Not for long documents. musique100 R@5 72.83 -> 74.17
-    #: (5-fold CV 71.33 -> 73.83), hotpotqa100 94.0 -> 94.5 (93.0 -> 94.5)
-    hop: bool = True
-    hop_from: int = 1
-    hop_named: int = 2
-    hop_specific: float = SPECIFIC
-    hop_extra: int = 5
+#: the local search's settings under their old name (users and benchmarks/ import it)
+LocalSettings = LocalSearchConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +123,7 @@ class LocalSearch:
         self,
         reader: GraphReader,
         encoder: Encoder,
-        settings: LocalSettings | None = None,
+        settings: LocalSearchConfig | None = None,
         model: RerankModel = MODEL,
         long_model: RerankModel = LONG_MODEL,
     ) -> None:
@@ -191,7 +134,7 @@ class LocalSearch:
         self.names = NameIndex.from_lookup(reader.lookup_names)
         self._sparse = reader.search_sparse
         self._chunk_vertex: np.ndarray | None = None
-        self.configure(settings or LocalSettings())
+        self.configure(settings or LocalSearchConfig())
 
     @property
     def chunk_vertex(self) -> np.ndarray:
@@ -200,7 +143,7 @@ class LocalSearch:
             self._chunk_vertex = np.asarray(self.reader.chunk_vertices(), dtype=np.int64)
         return self._chunk_vertex
 
-    def configure(self, settings: LocalSettings) -> None:
+    def configure(self, settings: LocalSearchConfig) -> None:
         """Use new settings. With the store's walk weights and pushes the store's walk
         serves; other weights, or the exact solve, build the walk from every edge."""
         self.settings = settings
@@ -571,7 +514,7 @@ def soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
     return _Later(fn, args)
 
 
-def _weighted(g: ig.Graph, s: LocalSettings) -> ig.Graph:
+def _weighted(g: ig.Graph, s: LocalSearchConfig) -> ig.Graph:
     """A simple undirected graph whose edge weights sum the parallel edges, scaled by kind."""
     scale = {
         "relation": s.relation_weight,

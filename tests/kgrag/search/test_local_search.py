@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from kgrag.encoders import load_encoder
@@ -16,7 +14,7 @@ def test_pushed_and_exact_pagerank_rank_the_same_passages(science_reader):
     encoder = load_encoder(science_reader.manifest["models"]["embedding"])
     local = LocalSearch(science_reader, encoder)
     pushed = local.search(QUERY, 5)
-    local.configure(replace(LocalSettings(), push_eps=0.0, seed_passages=0))
+    local.configure(LocalSettings(push_eps=0.0, seed_passages=0))
     exact = local.search(QUERY, 5)
     assert [c for c, _ in pushed.passages][:3] == [c for c, _ in exact.passages][:3]
     assert abs(float(exact.mass.sum()) - 1.0) < 1e-4  # the exact solve is a distribution
@@ -56,3 +54,23 @@ def test_ranks_of_mostly_zero_mass_are_those_of_a_full_sort():
     want = np.empty(300)
     want[np.argsort(-signed, kind="stable")] = np.arange(300)
     assert np.array_equal(_ranks(signed), want)  # negatives: the full sort
+
+
+def test_the_user_config_reaches_the_engine_local_search(science_graph):
+    import kgrag
+    from kgrag.config import load_config
+
+    config = load_config(retrieval={"local": {"rerank_depth": 0, "bridge_from": 0}})
+    assert config.retrieval.local == LocalSettings(rerank_depth=0, bridge_from=0)
+    with kgrag.open(science_graph, config=config) as engine:
+        hits = engine.graph({"op": "local", "query": QUERY, "k": 5, "unit": "chunk"})["hits"]
+        alone = LocalSearch(engine.reader, engine.encoder, config.retrieval.local).search(QUERY, 5)
+        default = LocalSearch(engine.reader, engine.encoder).search(QUERY, 5)
+    assert [h["id"] for h in hits] == [c for c, _ in alone.passages]
+    assert [s for _, s in alone.passages] != [s for _, s in default.passages]
+
+
+def test_the_second_walk_resets_from_the_entities_the_rerank_calls_specific():
+    from kgrag.search.local_rerank import SPECIFIC
+
+    assert LocalSettings().hop_specific == SPECIFIC
