@@ -24,7 +24,7 @@ import numpy as np
 
 from kgrag.errors import InvalidParams
 from kgrag.search.global_search import CommunityScore, GlobalSearch, split_relation
-from kgrag.search.local import COOC
+from kgrag.text.keys import COOC
 
 #: a local search: (query text, n) -> [(chunk id, score)], best first
 LocalFn = Callable[[str, int], list[tuple[str, float]]]

@@ -20,11 +20,12 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
+from kgrag.store import GraphReader
 from kgrag.text.keys import title_key
 
 _TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
 
-__all__ = ["TitleLinks", "key_text", "text_key", "title_key"]
+__all__ = ["StoreLinks", "TitleLinks", "key_text", "text_key", "title_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,18 @@ class TitleLinks:
         """Rows that ``row`` links to."""
         start, end = self.matrix.indptr[row], self.matrix.indptr[row + 1]
         return np.asarray(self.matrix.indices[start:end])
+
+
+class StoreLinks:
+    """A store's title links seen as :class:`TitleLinks`: the targets of a chunk row
+    named by at most ``max_in`` passages."""
+
+    def __init__(self, reader: GraphReader, max_in: int) -> None:
+        self.reader, self.max_in = reader, max_in
+
+    def targets(self, row: int) -> np.ndarray:
+        adj = self.reader.adjacency("links", np.array([row]))
+        return adj.indices[adj.data <= self.max_in]
 
 
 def key_text(tokens: Sequence[str]) -> str:

@@ -2,43 +2,51 @@
 seed a personalized PageRank over the entity + passage graph, rank passages,
 then follow the title links of the best passage (the bridge hop).
 
-Seeds: the entities of the facts closest to the query (a fact is an SVO
-relation rendered as text), the entities closest to the whole query (only if
-``top_entities`` > 0: names and facts link better alone), and for each named
-span of the query its entity: a span that is an entity's name
+:class:`LocalSearch` runs the steps; each has its module:
+
+Seeds (:mod:`kgrag.search.seeds`): the entities of the facts closest to the query
+(a fact is an SVO relation rendered as text), the entities closest to the whole
+query (only if ``top_entities`` > 0: names and facts link better alone), and for
+each named span of the query its entity: a span that is an entity's name
 (:mod:`kgrag.search.names`, no model) links to it directly, another capitalised
 run to its nearest entity by embedding. Each seed is weighted by similarity and
 node specificity (1 / number of passages mentioning it, as in HippoRAG). The best
 ``seed_passages`` passage nodes are also seeded with their min-max dense score
-times ``passage_weight``. PPR (:mod:`kgrag.search.pagerank`: thresholded pushes by
-default, an exact solve on request) runs on the undirected graph with parallel
-edges merged; the passage ranking is then fused by RRF with the dense ranking
-(``fuse_dense``; 0 = PPR alone).
-Bridge hop: the passages that the best ``bridge_from`` passages name by title
-(:mod:`kgrag.search.links`) gain ``bridge_weight`` x (1 + their dense score) on
-the fused score scaled to a maximum of 1, capped just below the passage that
-names them; the hit records which passage led to it. Named bridges: of the best
-``bridge_named`` candidates, those whose title the query names (and the best
-``bridge_from``) bring the passages they name by title into the reranked
-candidates whatever their own score (at most ``bridge_extra``): the director's
-page of a film the question names, for each film it names.
-Second walk (``hop``): the best candidate and the first candidates whose title the
-query names are the first hop's passages; the specific entities they mention that
-are not seeds (a film's director, a town a person was born in) reset a second
-PageRank, whose best passages join the candidates and whose rank and mass are
-rerank features: the next hop's passage, named only inside a first hop's text.
+times ``passage_weight``.
+Walk (:mod:`kgrag.search.local_walk`, :mod:`kgrag.search.pagerank`: thresholded
+pushes by default, an exact solve on request): PPR runs on the undirected graph
+with parallel edges merged; the passage ranking is then fused by RRF with the
+dense ranking (``fuse_dense``; 0 = PPR alone).
+Bridge hop (:mod:`kgrag.search.bridges`): the passages that the best
+``bridge_from`` passages name by title (:mod:`kgrag.search.links`) gain
+``bridge_weight`` x (1 + their dense score) on the fused score scaled to a maximum
+of 1, capped just below the passage that names them; the hit records which passage
+led to it. Named bridges: of the best ``bridge_named`` candidates, those whose
+title the query names (and the best ``bridge_from``) bring the passages they name
+by title into the reranked candidates whatever their own score (at most
+``bridge_extra``): the director's page of a film the question names, for each
+film it names.
+Second walk (``hop``, :func:`kgrag.search.local_walk.second_walk`): the best
+candidate and the first candidates whose title the query names are the first
+hop's passages; the specific entities they mention that are not seeds (a film's
+director, a town a person was born in) reset a second PageRank, whose best
+passages join the candidates and whose rank and mass are rerank features: the
+next hop's passage, named only inside a first hop's text.
 Sentence co-occurrence edges are left out by default (``cooc_weight`` 0): on
 MuSiQue they dilute the walk.
 Rerank: the best ``rerank_depth`` candidates of that order are reranked by a
 learned model (:mod:`kgrag.search.local_rerank`); a passage's score is then the
 model's probability that it is evidence.
+
+The settings are :class:`kgrag.config.LocalSearchConfig` (``retrieval.local`` in a
+config file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import igraph as ig
@@ -46,10 +54,10 @@ import numpy as np
 
 from kgrag.config import LocalSearchConfig
 from kgrag.encoders import Encoder
-from kgrag.search.links import names, text_key, title_text
+from kgrag.search.bridges import bridge, named_bridges
+from kgrag.search.links import StoreLinks, text_key, title_text
 from kgrag.search.local_rerank import (
     BM25_DEPTH,
-    HOP_DEPTH,
     RerankModel,
     diversified,
     features,
@@ -57,27 +65,17 @@ from kgrag.search.local_rerank import (
 )
 from kgrag.search.local_rerank_model import MODEL
 from kgrag.search.local_rerank_model_long import LONG_MODEL
+from kgrag.search.local_walk import Hop, LocalWalk, second_walk
 from kgrag.search.names import NameIndex
-from kgrag.search.pagerank import personalized_pagerank, pushed_pagerank, transition, walk_matrix
+from kgrag.search.ranking import minmax, ranks, top_k
+from kgrag.search.seeds import Seeds, link, nearest_facts
 from kgrag.store import GraphReader
-from kgrag.text.keys import COOC, WALK_WEIGHTS
 from kgrag.whole_graph import build_graph
 
 _RRF_K = 60
-_STEP = 1e-6  # bridge targets sit this far apart below the passage that names them
-
 
 #: the local search's settings under their old name (users and benchmarks/ import it)
 LocalSettings = LocalSearchConfig
-
-
-@dataclass(frozen=True, slots=True)
-class Hop:
-    """The second walk's best passages (at most :data:`HOP_DEPTH`): chunk row -> rank
-    (0 best, in that order) and -> mass over the best passage's."""
-
-    rank: dict[int, int] = field(default_factory=dict)
-    share: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +90,20 @@ class LocalResult:
     named: tuple[str, ...] = ()  # the seeds the query names (its spans' entities), best first
 
 
-class StoreLinks:
-    """A store's title links seen as :class:`~kgrag.search.links.TitleLinks`: the
-    targets of a chunk row named by at most ``max_in`` passages."""
+@dataclass(frozen=True, slots=True)
+class FirstWalk:
+    """A query's seeds, its first walk and the passage ranking they give, before the
+    bridge hop: ``mass`` over every vertex, ``passage_mass`` its passages' share (by
+    chunk row), ``score`` the fused ranking's score of each passage."""
 
-    def __init__(self, reader: GraphReader, max_in: int) -> None:
-        self.reader, self.max_in = reader, max_in
-
-    def targets(self, row: int) -> np.ndarray:
-        adj = self.reader.adjacency("links", np.array([row]))
-        return adj.indices[adj.data <= self.max_in]
+    qvec: np.ndarray
+    seeds: Seeds
+    dense: np.ndarray
+    mass: np.ndarray
+    passage_mass: np.ndarray
+    ppr_rank: np.ndarray
+    dense_rank: np.ndarray
+    score: np.ndarray
 
 
 class MentionedEntities:
@@ -144,8 +146,7 @@ class LocalSearch:
         return self._chunk_vertex
 
     def configure(self, settings: LocalSearchConfig) -> None:
-        """Use new settings. With the store's walk weights and pushes the store's walk
-        serves; other weights, or the exact solve, build the walk from every edge."""
+        """Use new settings (the walk is made again: see :class:`LocalWalk`)."""
         self.settings = settings
         self.links = StoreLinks(self.reader, settings.link_max_in)
         weights = {
@@ -154,18 +155,14 @@ class LocalSearch:
             "mention": settings.mention_weight,
             "synonym": settings.synonym_weight,
         }
-        if settings.push_eps > 0 and weights == WALK_WEIGHTS:
-            self._walk: Any = None  # the store's walk: the reader pushes
-            return
-        graph = _weighted(self._whole_graph(), settings)
-        # float32: half the bytes per round; ranks settle long before float32 rounding
-        # (~1e-7 relative) could matter
-        if settings.push_eps > 0:
-            self._walk = walk_matrix(graph)
-        else:
-            import torch
-
-            self._walk = transition(graph).astype(torch.float32)
+        self.walk = LocalWalk(
+            self.reader,
+            self._whole_graph,
+            weights=weights,
+            damping=settings.damping,
+            push_eps=settings.push_eps,
+            ppr_tol=settings.ppr_tol,
+        )
 
     def _whole_graph(self) -> ig.Graph:
         """Every entity, passage and edge as one igraph (reads every record)."""
@@ -210,80 +207,99 @@ class LocalSearch:
     ) -> tuple[LocalResult, list[int], np.ndarray, list[str]]:
         """:meth:`candidates` and the candidates' document titles (read for the
         features; empty when nothing is reranked)."""
-        r = self.reader
-        reranked = self.settings.rerank_depth > 0
+        r, s = self.reader, self.settings
+        reranked = s.rerank_depth > 0
         sparse = soon(r, self._sparse, query, BM25_DEPTH) if reranked else None
+        walked = self._first_walk(query)
+        score, via_rows = bridge(
+            walked.score,
+            walked.dense,
+            self.links,
+            bridge_from=s.bridge_from,
+            bridge_weight=s.bridge_weight,
+        )
+        top = top_k(score, n)
+        if s.rerank_depth > 0 and s.bridge_named > 0:
+            top = named_bridges(
+                r,
+                self._titles,
+                query,
+                score,
+                top,
+                via_rows,
+                bridge_named=s.bridge_named,
+                bridge_from=s.bridge_from,
+                link_max_in=s.link_max_in,
+                bridge_extra=s.bridge_extra,
+            )
+        rows = [row for row, _ in top]
+        titles = self._titles(rows) if reranked and rows else []
+        hop = Hop()
+        if titles and s.hop and not long_document(titles, s.long_share):
+            hop = self._hop(query, rows, titles, walked.seeds.by_row)
+            have = set(rows)
+            extra = [row for row in hop.rank if row not in have][: s.hop_extra]
+            top += [(row, float(score[row])) for row in extra]
+            rows += extra
+            titles += self._titles(extra) if extra else []
+        id_of = dict(zip(rows, r.ids("chunks", rows), strict=True))
+        found = self._result(walked, top, id_of, via_rows)
+        if not titles:
+            return found, rows, np.zeros((len(rows), 0)), []
+        assert sparse is not None
+        x = self._features(query, rows, id_of, walked, via_rows, sparse.result(), titles, hop)
+        return found, rows, x, titles
+
+    def _first_walk(self, query: str) -> FirstWalk:
+        """Link ``query`` to its seeds, walk from them and its best passages, and fuse
+        the walk's passage ranking with the dense one (``fuse_dense``)."""
+        r = self.reader
         spans = self.names.spans(query) if self.n_entities else None
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
         scan = soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
-        seeds, seed_rows, facts, named = self._seeds(qvec, known, span_vecs)
+        seeds = self._seeds(qvec, known, span_vecs)
         dense = scan.result() if scan else np.zeros(0)
-        mass = self._ppr(seed_rows, dense)
+        mass = self._ppr(seeds.by_row, dense)
         passage_mass = mass[self.chunk_vertex] if self.n_chunks else np.zeros(0)
-        ppr_rank, dense_rank = _ranks(passage_mass), _ranks(dense)
+        ppr_rank, dense_rank = ranks(passage_mass), ranks(dense)
         score = passage_mass
         if self.settings.fuse_dense > 0 and len(score):
             score = 1.0 / (_RRF_K + ppr_rank) + self.settings.fuse_dense / (_RRF_K + dense_rank)
-        score, via_rows = self._bridge(score, dense)
-        top = _top(score, n)
-        if self.settings.rerank_depth > 0 and self.settings.bridge_named > 0:
-            top = self._named_bridges(query, score, top, via_rows)
-        rows = [row for row, _ in top]
-        titles = self._titles(rows) if reranked and rows else []
-        hop = Hop()
-        if titles and self.settings.hop and not long_document(titles, self.settings.long_share):
-            hop = self._hop(query, rows, titles, seed_rows)
-            have = set(rows)
-            extra = [row for row in hop.rank if row not in have][: self.settings.hop_extra]
-            top += [(row, float(score[row])) for row in extra]
-            rows += extra
-            titles += self._titles(extra) if extra else []
-        id_of = dict(zip(rows, r.ids("chunks", rows), strict=True))
+        return FirstWalk(qvec, seeds, dense, mass, passage_mass, ppr_rank, dense_rank, score)
+
+    def _result(
+        self,
+        walked: FirstWalk,
+        top: list[tuple[int, float]],
+        id_of: dict[int, str],
+        via_rows: dict[int, int],
+    ) -> LocalResult:
+        """The candidates ``top`` (chunk row, score) as a result, by id."""
+        r = self.reader
         via_ids = r.ids("chunks", sorted({*via_rows, *via_rows.values()}))
         via_id = dict(zip(sorted({*via_rows, *via_rows.values()}), via_ids, strict=True))
-        found = LocalResult(
+        facts = walked.seeds.facts
+        return LocalResult(
             [(id_of[row], s) for row, s in top],
-            seeds,
+            walked.seeds.weights,
             list(
                 zip(r.ids("facts", [row for row, _ in facts]), [s for _, s in facts], strict=True)
             ),
-            dense,
-            mass,
+            walked.dense,
+            walked.mass,
             {via_id[t]: via_id[by] for t, by in via_rows.items()},
-            qvec,
-            named,
+            walked.qvec,
+            walked.seeds.named,
         )
-        if not titles:
-            return found, rows, np.zeros((len(rows), 0)), []
-        assert sparse is not None
-        x = self._features(
-            query,
-            rows,
-            id_of,
-            seed_rows,
-            ppr_rank,
-            dense_rank,
-            dense,
-            passage_mass,
-            via_rows,
-            sparse.result(),
-            titles,
-            hop,
-        )
-        return found, rows, x, titles
 
     def _features(
         self,
         query: str,
         rows: list[int],
         id_of: dict[int, str],
-        seed_rows: dict[int, float],
-        ppr_rank: np.ndarray,
-        dense_rank: np.ndarray,
-        dense: np.ndarray,
-        mass: np.ndarray,
+        walked: FirstWalk,
         via_rows: dict[int, int],
         sparse: list[tuple[str, float]],
         titles: list[str],
@@ -292,6 +308,7 @@ class LocalSearch:
         """The rerank features of candidate ``rows``, from the rows they touch (``sparse``:
         the query's best BM25 passages; ``titles``: the rows' document titles)."""
         r = self.reader
+        seed_rows = walked.seeds.by_row
         row_of = {cid: row for row, cid in id_of.items()}
         title_keys = {row: title_text(t) for row, t in zip(rows, titles, strict=True)}
         entities = MentionedEntities(r, rows)
@@ -303,10 +320,10 @@ class LocalSearch:
         )
         return features(
             rows,
-            ppr_rank=ppr_rank,
-            dense_rank=dense_rank,
-            dense=dense,
-            mass=mass,
+            ppr_rank=walked.ppr_rank,
+            dense_rank=walked.dense_rank,
+            dense=walked.dense,
+            mass=walked.passage_mass,
             bm25_rank={row_of.get(cid, -1): i for i, (cid, _) in enumerate(sparse)},
             title_keys=title_keys,
             query_key=text_key(query),
@@ -320,113 +337,33 @@ class LocalSearch:
         )
 
     def _hop(self, query: str, rows: list[int], titles: list[str], seeds: dict[int, float]) -> Hop:
-        """The second walk from candidates ``rows`` (best first; ``titles`` their
-        document titles): the best ``hop_from`` and the first ``hop_named`` whose title
-        the query names. Their specific entities that are not seeds reset it, each by
-        its specificity."""
-        s, r = self.settings, self.reader
-        query_key = text_key(query)
-        named = [
-            row
-            for row, title in zip(rows, titles, strict=True)
-            if names(query_key, title_text(title))
-        ]
-        start = list(dict.fromkeys(rows[: s.hop_from] + named[: s.hop_named]))
-        if not start:
-            return Hop()
-        ents = np.unique(r.adjacency("mentions", np.array(start, dtype=np.int64)).indices)
-        ents = ents[~np.isin(ents, np.fromiter(seeds, dtype=np.int64, count=len(seeds)))]
-        spec = r.specificity(ents.astype(np.int64)) if len(ents) else np.zeros(0)
-        keep = spec >= s.hop_specific
-        if not keep.any():
-            return Hop()
-        reset = np.zeros(self.n_vertices)
-        reset[ents[keep]] = spec[keep]
-        mass = self._walk_from(reset)[self.chunk_vertex]
-        best = [(row, m) for row, m in _top(mass, HOP_DEPTH) if m > 0]
-        if not best:
-            return Hop()
-        top = best[0][1]
-        return Hop({row: n for n, (row, _) in enumerate(best)}, {row: m / top for row, m in best})
-
-    def _bridge(self, score: np.ndarray, dense: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
-        """Raise the passages the best passages name by title to just below the passage
-        that names them (in their own order); remember who named them (rows)."""
+        """The second walk from candidates ``rows`` (:func:`second_walk`)."""
         s = self.settings
-        if not len(score) or s.bridge_from <= 0 or s.bridge_weight <= 0:
-            return score, {}
-        top = float(score.max())
-        score = score / top if top > 0 else score
-        out, via = score.copy(), {}
-        for row, named_score in _top(score, s.bridge_from):
-            targets = self.links.targets(row)
-            raised = score[targets] + s.bridge_weight * (1.0 + dense[targets])
-            order = np.lexsort((targets, -raised))
-            ceiling = named_score - _STEP * (1 + np.arange(len(targets)))
-            capped = np.empty(len(targets))
-            capped[order] = np.minimum(raised[order], ceiling)
-            better = capped > out[targets]
-            out[targets[better]] = capped[better]
-            via.update({int(t): row for t in targets[better]})
-        return out, via
+        return second_walk(
+            self.reader,
+            self.walk,
+            self.chunk_vertex,
+            self.n_vertices,
+            query,
+            rows,
+            titles,
+            seeds,
+            hop_from=s.hop_from,
+            hop_named=s.hop_named,
+            hop_specific=s.hop_specific,
+        )
 
     def _titles(self, rows: Sequence[int]) -> list[str]:
         """The document title of each chunk row."""
         found = self.reader.attribute("chunks", "title", np.asarray(rows, dtype=np.int64))
         return [t.decode() for t in found.tolist()]
 
-    def _named_bridges(
-        self, query: str, score: np.ndarray, top: list[tuple[int, float]], via: dict[int, int]
-    ) -> list[tuple[int, float]]:
-        """``top`` and after it the passages named by title from the best candidates
-        that the query names by title (and from the best ``bridge_from``), best namer
-        first; each one's namer goes into ``via``."""
+    def _seeds(self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray) -> Seeds:
+        """The query's seeds (:func:`kgrag.search.seeds.link`): ``known`` the entity rows
+        of its spans that are known names, ``span_vecs`` the vectors of its other spans."""
         s, r = self.settings, self.reader
-        look = [row for row, _ in top[: s.bridge_named]]
-        if not look:
-            return top
-        query_key = text_key(query)
-        namers = [
-            row
-            for i, (row, title) in enumerate(zip(look, self._titles(look), strict=True))
-            if i < s.bridge_from or names(query_key, title_text(title))
-        ]
-        links = r.adjacency("links", np.array(namers, dtype=np.int64))
-        have = {row for row, _ in top}
-        extra: list[tuple[int, float]] = []
-        for i, row in enumerate(namers):
-            targets = links.indices[links.indptr[i] : links.indptr[i + 1]]
-            in_degree = links.data[links.indptr[i] : links.indptr[i + 1]]
-            for target in targets[in_degree <= s.link_max_in].tolist():
-                if target not in have and len(extra) < s.bridge_extra:
-                    have.add(target)
-                    extra.append((target, float(score[target])))
-                    via.setdefault(target, row)
-        return top + extra
-
-    def _seeds(
-        self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray
-    ) -> tuple[dict[str, float], dict[int, float], list[tuple[int, float]], tuple[str, ...]]:
-        """Seed weights (by entity id and by entity row) from the closest facts and
-        entities to the query, and from the query's spans: a span that is a known name
-        (entity row in ``known``) links to that entity with similarity 1; another
-        (``span_vecs``) to its nearest entity. Also the facts (row, similarity) and the
-        entities the spans name (known names, and nearest entities at least
-        ``named_similarity`` close), best first."""
-        s, r = self.settings, self.reader
-        seeds: dict[str, float] = {}
-        named: list[str] = []
-
-        def add(eid: str, weight: float) -> None:
-            seeds[eid] = max(seeds.get(eid, 0.0), weight)
-
-        def nearest_facts() -> tuple[list[tuple[int, float]], list[str], dict[str, Any]]:
-            facts = r.nearest("facts", qvec, s.top_facts)[0] if s.top_facts > 0 else []
-            fids = r.ids("facts", [row for row, _ in facts])
-            return facts, fids, {x.id: x for x in r.relations(fids)}
-
         # the three nearest-neighbour reads start together (overlapping on a server)
-        fact_read = soon(r, nearest_facts)
+        fact_read = soon(r, nearest_facts, r, qvec, s.top_facts)
         entities = self.n_entities > 0
         top_read = (
             soon(r, r.nearest, "entities", qvec, s.top_entities)
@@ -438,32 +375,16 @@ class LocalSearch:
             if entities and len(span_vecs)
             else None
         )
-        facts, fids, relations = fact_read.result()
-        for fid, (_, sim) in zip(fids, facts, strict=True):
-            rel = relations[fid]
-            add(rel.src, sim)
-            add(rel.dst, sim)
-        if entities:
-            linked: list[tuple[int, float]] = []
-            if top_read is not None:
-                linked += top_read.result()[0]
-            linked += [(row, s.span_boost) for row in known]
-            named_rows = list(known)
-            if span_read is not None:
-                for found in span_read.result():
-                    linked += [(row, sim * s.span_boost) for row, sim in found]
-                    named_rows += [row for row, sim in found if sim >= s.named_similarity]
-            linked_ids = r.ids("entities", [row for row, _ in linked])
-            for eid, (_, weight) in zip(linked_ids, linked, strict=True):
-                add(eid, weight)
-            of_row = {row: eid for eid, (row, _) in zip(linked_ids, linked, strict=True)}
-            named = [of_row[row] for row in dict.fromkeys(named_rows)]
-        rows = r.rows("entities", list(seeds))
-        by_row = {
-            int(row): seeds[e] for e, row in zip(seeds, rows.tolist(), strict=True) if row >= 0
-        }
-        named.sort(key=lambda e: (-seeds[e], e))
-        return seeds, by_row, facts, tuple(named)
+        return link(
+            r,
+            fact_read,
+            top_read,
+            span_read,
+            known,
+            entities=entities,
+            span_boost=s.span_boost,
+            named_similarity=s.named_similarity,
+        )
 
     def _ppr(self, seeds: dict[int, float], dense: np.ndarray) -> np.ndarray:
         s = self.settings
@@ -473,23 +394,14 @@ class LocalSearch:
             weights = np.maximum(np.fromiter(seeds.values(), dtype=np.float64), 0.0)
             reset[rows] = weights * self.reader.specificity(rows)
         if len(dense):
-            scaled = _minmax(dense)
+            scaled = minmax(dense)
             if 0 < s.seed_passages < len(scaled):  # the best passages only: a local walk
                 cut = np.partition(scaled, len(scaled) - s.seed_passages)[-s.seed_passages]
                 scaled = np.where(scaled >= cut, scaled, 0.0)
             reset[self.chunk_vertex] += s.passage_weight * scaled
         if reset.sum() <= 0:
             return np.zeros(self.n_vertices)
-        return self._walk_from(reset)
-
-    def _walk_from(self, reset: np.ndarray) -> np.ndarray:
-        """Personalized PageRank mass of every vertex from ``reset``."""
-        s = self.settings
-        if s.push_eps > 0 and self._walk is None:
-            return self.reader.pushed_pagerank(reset, s.damping, s.push_eps)
-        if s.push_eps > 0:
-            return pushed_pagerank(self._walk, reset, s.damping, s.push_eps)
-        return personalized_pagerank(self._walk, reset, s.damping, s.ppr_tol)
+        return self.walk.mass(reset)
 
 
 _READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-read")
@@ -512,68 +424,3 @@ def soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
     if reader.concurrent_reads:
         return _READS.submit(fn, *args)
     return _Later(fn, args)
-
-
-def _weighted(g: ig.Graph, s: LocalSearchConfig) -> ig.Graph:
-    """A simple undirected graph whose edge weights sum the parallel edges, scaled by kind."""
-    scale = {
-        "relation": s.relation_weight,
-        "mention": s.mention_weight,
-        "synonym": s.synonym_weight,
-    }
-    out = g.copy()
-    if out.ecount():
-        kinds, preds = out.es["kind"], out.es["predicate"]
-        out.es["weight"] = [
-            w * (s.cooc_weight if pred == COOC else scale[kind])
-            for w, kind, pred in zip(out.es["weight"], kinds, preds, strict=True)
-        ]
-        out.delete_edges([e.index for e in out.es if e["weight"] <= 0])
-    out.simplify(multiple=True, loops=True, combine_edges={"weight": "sum"})
-    return out
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """0-based rank of each entry, best (largest) first; ties by position. Where no
-    entry is negative and some are zero (PageRank mass: passages the walk did not
-    reach), only the others are sorted; the zeros follow them in position order, as a
-    sort of every entry puts them."""
-    ranks = np.empty(len(x))
-    zero = x == 0
-    some = np.flatnonzero(~zero)
-    if 10 * len(some) < 9 * len(x) and float(x.min()) >= 0:
-        ranks[some[descending(x[some])]] = np.arange(len(some))
-        ranks[zero] = len(some) + np.arange(len(x) - len(some))
-        return ranks
-    ranks[descending(x)] = np.arange(len(x))
-    return ranks
-
-
-def descending(x: np.ndarray) -> np.ndarray:
-    """Indexes of ``x`` by value, largest first, ties by index: ``argsort(-x)`` as a
-    stable sort would give it. For float32, the value's bits are mapped to an
-    order-preserving unsigned int and sorted by two stable passes over its 16-bit
-    halves, low then high (numpy sorts 16-bit keys by radix): 23 ms instead of 49 for
-    699k passages (a sort of 64-bit value-and-index keys; a stable argsort: 52)."""
-    if x.dtype != np.float32:
-        return np.argsort(-x, kind="stable")
-    bits = (x + np.float32(0)).view(np.uint32)  # -0.0 + 0.0 is 0.0: equal zeros tie
-    up = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(1 << 31))
-    key = ~up  # ascending key, descending value
-    low = np.argsort((key & np.uint32(0xFFFF)).astype(np.uint16), kind="stable")
-    high = np.argsort((key[low] >> np.uint32(16)).astype(np.uint16), kind="stable")
-    return low[high]
-
-
-def _top(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    if len(scores) == 0 or k <= 0:
-        return []
-    k = min(k, len(scores))
-    part = np.argpartition(-scores, k - 1)[:k]
-    order = sorted(part, key=lambda i: (-scores[i], i))
-    return [(int(i), float(scores[i])) for i in order]
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = float(x.min()), float(x.max())
-    return (x - lo) / (hi - lo) if hi > lo else np.ones_like(x)

@@ -22,40 +22,6 @@ def test_pushed_and_exact_pagerank_rank_the_same_passages(science_reader):
     assert len(set(top.tolist()) & set(np.argsort(-pushed.mass)[:10].tolist())) >= 8
 
 
-def test_descending_is_a_stable_argsort_of_the_negated_values():
-    from kgrag.search.local import descending
-
-    rng = np.random.default_rng(9)
-    for n in (0, 1, 7, 1000):
-        x = rng.standard_normal(n).astype(np.float32)
-        x[::5] = 0.0
-        x[1::7] = -0.0
-        x[2::9] = x[:1] if n else x[2::9]  # ties with the first value
-        if n > 3:
-            x[3] = np.inf
-            x[4] = -np.inf
-        assert np.array_equal(descending(x), np.argsort(-x, kind="stable"))
-    y = rng.random(50)  # float64 takes numpy's own stable sort
-    assert np.array_equal(descending(y), np.argsort(-y, kind="stable"))
-
-
-def test_ranks_of_mostly_zero_mass_are_those_of_a_full_sort():
-    from kgrag.search.local import _ranks
-
-    rng = np.random.default_rng(4)
-    for n, share in ((0, 0.0), (1, 0.0), (1, 1.0), (500, 0.1), (500, 0.6), (500, 1.0)):
-        x = (rng.random(n) * (rng.random(n) < share)).astype(np.float32)
-        x[1::11] = -0.0 if n else x[1::11]
-        x[2::13] = x[2] if n > 2 else x[2::13]  # ties
-        want = np.empty(n)
-        want[np.argsort(-x, kind="stable")] = np.arange(n)
-        assert np.array_equal(_ranks(x), want)
-    signed = rng.standard_normal(300).astype(np.float32) * (rng.random(300) < 0.2)
-    want = np.empty(300)
-    want[np.argsort(-signed, kind="stable")] = np.arange(300)
-    assert np.array_equal(_ranks(signed), want)  # negatives: the full sort
-
-
 def test_the_user_config_reaches_the_engine_local_search(science_graph):
     import kgrag
     from kgrag.config import load_config
