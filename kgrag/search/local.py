@@ -111,7 +111,7 @@ class MentionedEntities:
 
     def __init__(self, reader: GraphReader, rows: Sequence[int]) -> None:
         adj = reader.adjacency("mentions", np.asarray(rows, dtype=np.int64))
-        self._of = {int(r): adj.of(i) for i, r in enumerate(rows)}
+        self._of = {int(row): adj.of(i) for i, row in enumerate(rows)}
 
     def of(self, row: int) -> np.ndarray:
         return self._of[int(row)]
@@ -166,9 +166,11 @@ class LocalSearch:
 
     def _whole_graph(self) -> ig.Graph:
         """Every entity, passage and edge as one igraph (reads every record)."""
-        r = self.reader
-        chunk_ids = r.ids("chunks", np.arange(self.n_chunks))
-        return build_graph(r.entities(), chunk_ids, r.mentions(), r.relations(), r.synonyms())
+        reader = self.reader
+        chunk_ids = reader.ids("chunks", np.arange(self.n_chunks))
+        return build_graph(
+            reader.entities(), chunk_ids, reader.mentions(), reader.relations(), reader.synonyms()
+        )
 
     def search(self, query: str, k: int = 10) -> LocalResult:
         depth = self.settings.rerank_depth
@@ -207,42 +209,42 @@ class LocalSearch:
     ) -> tuple[LocalResult, list[int], np.ndarray, list[str]]:
         """:meth:`candidates` and the candidates' document titles (read for the
         features; empty when nothing is reranked)."""
-        r, s = self.reader, self.settings
-        reranked = s.rerank_depth > 0
-        sparse = soon(r, self._sparse, query, BM25_DEPTH) if reranked else None
+        reader, settings = self.reader, self.settings
+        reranked = settings.rerank_depth > 0
+        sparse = soon(reader, self._sparse, query, BM25_DEPTH) if reranked else None
         walked = self._first_walk(query)
         score, via_rows = bridge(
             walked.score,
             walked.dense,
             self.links,
-            bridge_from=s.bridge_from,
-            bridge_weight=s.bridge_weight,
+            bridge_from=settings.bridge_from,
+            bridge_weight=settings.bridge_weight,
         )
         top = top_k(score, n)
-        if s.rerank_depth > 0 and s.bridge_named > 0:
+        if settings.rerank_depth > 0 and settings.bridge_named > 0:
             top = named_bridges(
-                r,
+                reader,
                 self._titles,
                 query,
                 score,
                 top,
                 via_rows,
-                bridge_named=s.bridge_named,
-                bridge_from=s.bridge_from,
-                link_max_in=s.link_max_in,
-                bridge_extra=s.bridge_extra,
+                bridge_named=settings.bridge_named,
+                bridge_from=settings.bridge_from,
+                link_max_in=settings.link_max_in,
+                bridge_extra=settings.bridge_extra,
             )
         rows = [row for row, _ in top]
         titles = self._titles(rows) if reranked and rows else []
         hop = Hop()
-        if titles and s.hop and not long_document(titles, s.long_share):
+        if titles and settings.hop and not long_document(titles, settings.long_share):
             hop = self._hop(query, rows, titles, walked.seeds.by_row)
             have = set(rows)
-            extra = [row for row in hop.rank if row not in have][: s.hop_extra]
+            extra = [row for row in hop.rank if row not in have][: settings.hop_extra]
             top += [(row, float(score[row])) for row in extra]
             rows += extra
             titles += self._titles(extra) if extra else []
-        id_of = dict(zip(rows, r.ids("chunks", rows), strict=True))
+        id_of = dict(zip(rows, reader.ids("chunks", rows), strict=True))
         found = self._result(walked, top, id_of, via_rows)
         if not titles:
             return found, rows, np.zeros((len(rows), 0)), []
@@ -253,12 +255,12 @@ class LocalSearch:
     def _first_walk(self, query: str) -> FirstWalk:
         """Link ``query`` to its seeds, walk from them and its best passages, and fuse
         the walk's passage ranking with the dense one (``fuse_dense``)."""
-        r = self.reader
+        reader = self.reader
         spans = self.names.spans(query) if self.n_entities else None
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
-        scan = soon(r, r.similarity, "chunks", qvec) if self.n_chunks else None
+        scan = soon(reader, reader.similarity, "chunks", qvec) if self.n_chunks else None
         seeds = self._seeds(qvec, known, span_vecs)
         dense = scan.result() if scan else np.zeros(0)
         mass = self._ppr(seeds.by_row, dense)
@@ -277,15 +279,19 @@ class LocalSearch:
         via_rows: dict[int, int],
     ) -> LocalResult:
         """The candidates ``top`` (chunk row, score) as a result, by id."""
-        r = self.reader
-        via_ids = r.ids("chunks", sorted({*via_rows, *via_rows.values()}))
+        reader = self.reader
+        via_ids = reader.ids("chunks", sorted({*via_rows, *via_rows.values()}))
         via_id = dict(zip(sorted({*via_rows, *via_rows.values()}), via_ids, strict=True))
         facts = walked.seeds.facts
         return LocalResult(
             [(id_of[row], s) for row, s in top],
             walked.seeds.weights,
             list(
-                zip(r.ids("facts", [row for row, _ in facts]), [s for _, s in facts], strict=True)
+                zip(
+                    reader.ids("facts", [row for row, _ in facts]),
+                    [s for _, s in facts],
+                    strict=True,
+                )
             ),
             walked.dense,
             walked.mass,
@@ -307,16 +313,18 @@ class LocalSearch:
     ) -> np.ndarray:
         """The rerank features of candidate ``rows``, from the rows they touch (``sparse``:
         the query's best BM25 passages; ``titles``: the rows' document titles)."""
-        r = self.reader
+        reader = self.reader
         seed_rows = walked.seeds.by_row
         row_of = {cid: row for row, cid in id_of.items()}
         title_keys = {row: title_text(t) for row, t in zip(rows, titles, strict=True)}
-        entities = MentionedEntities(r, rows)
+        entities = MentionedEntities(reader, rows)
         # the features read the specificity of the best candidate's entities and the
         # seeds' only (a few dozen entities, where every candidate's are ~1,000)
         touched = sorted({int(e) for e in entities.of(rows[0])} | set(seed_rows))
         spec = dict(
-            zip(touched, r.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True)
+            zip(
+                touched, reader.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True
+            )
         )
         return features(
             rows,
@@ -338,7 +346,7 @@ class LocalSearch:
 
     def _hop(self, query: str, rows: list[int], titles: list[str], seeds: dict[int, float]) -> Hop:
         """The second walk from candidates ``rows`` (:func:`second_walk`)."""
-        s = self.settings
+        settings = self.settings
         return second_walk(
             self.reader,
             self.walk,
@@ -348,9 +356,9 @@ class LocalSearch:
             rows,
             titles,
             seeds,
-            hop_from=s.hop_from,
-            hop_named=s.hop_named,
-            hop_specific=s.hop_specific,
+            hop_from=settings.hop_from,
+            hop_named=settings.hop_named,
+            hop_specific=settings.hop_specific,
         )
 
     def _titles(self, rows: Sequence[int]) -> list[str]:
@@ -361,33 +369,35 @@ class LocalSearch:
     def _seeds(self, qvec: np.ndarray, known: list[int], span_vecs: np.ndarray) -> Seeds:
         """The query's seeds (:func:`kgrag.search.seeds.link`): ``known`` the entity rows
         of its spans that are known names, ``span_vecs`` the vectors of its other spans."""
-        s, r = self.settings, self.reader
+        settings, reader = self.settings, self.reader
         # the three nearest-neighbour reads start together (overlapping on a server)
-        fact_read = soon(r, nearest_facts, r, qvec, s.top_facts)
+        fact_read = soon(reader, nearest_facts, reader, qvec, settings.top_facts)
         entities = self.n_entities > 0
         top_read = (
-            soon(r, r.nearest, "entities", qvec, s.top_entities)
-            if entities and s.top_entities > 0
+            soon(reader, reader.nearest, "entities", qvec, settings.top_entities)
+            if entities and settings.top_entities > 0
             else None
         )
         span_read = (
-            soon(r, r.nearest, "entities", np.asarray(span_vecs), 1)
+            soon(reader, reader.nearest, "entities", np.asarray(span_vecs), 1)
             if entities and len(span_vecs)
             else None
         )
         return link(
-            r,
+            reader,
             fact_read,
             top_read,
             span_read,
             known,
             entities=entities,
-            span_boost=s.span_boost,
-            named_similarity=s.named_similarity,
+            span_boost=settings.span_boost,
+            named_similarity=settings.named_similarity,
         )
 
     def _ppr(self, seeds: dict[int, float], dense: np.ndarray) -> np.ndarray:
-        s = self.settings
+        """The first walk's mass over every vertex, reset by the seeds (entity row ->
+        weight, times specificity) and the best passages' min-max ``dense`` score."""
+        settings = self.settings
         reset = np.zeros(self.n_vertices)
         if seeds:
             rows = np.fromiter(seeds, dtype=np.int64, count=len(seeds))
@@ -395,10 +405,11 @@ class LocalSearch:
             reset[rows] = weights * self.reader.specificity(rows)
         if len(dense):
             scaled = minmax(dense)
-            if 0 < s.seed_passages < len(scaled):  # the best passages only: a local walk
-                cut = np.partition(scaled, len(scaled) - s.seed_passages)[-s.seed_passages]
+            best = settings.seed_passages
+            if 0 < best < len(scaled):  # the best passages only: a local walk
+                cut = np.partition(scaled, len(scaled) - best)[-best]
                 scaled = np.where(scaled >= cut, scaled, 0.0)
-            reset[self.chunk_vertex] += s.passage_weight * scaled
+            reset[self.chunk_vertex] += settings.passage_weight * scaled
         if reset.sum() <= 0:
             return np.zeros(self.n_vertices)
         return self.walk.mass(reset)
