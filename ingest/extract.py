@@ -18,12 +18,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgrag.text.keys import COOC, DISAMBIGUATOR
 from kgrag.types import Chunk
 
 TITLE_LABEL = "TITLE"
 CONCEPT_LABEL = "CONCEPT"
-COOC = "co-occurs with"
-_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 _PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them"})
 _SUBJ = frozenset({"nsubj", "nsubjpass", "csubj"})
 _OBJ = frozenset({"dobj", "attr", "oprd", "dative", "acomp"})
@@ -100,7 +99,7 @@ def _spans(
     are the title's, whatever the named-entity tagger made of them (its label kept
     where it found the same span)."""
     owner: dict[int, tuple[str, str]] = {}
-    named = _DISAMBIGUATOR.sub("", title).strip()
+    named = DISAMBIGUATOR.sub("", title).strip()
     if len(named) > 2:
         for found in re.finditer(rf"(?<!\w){re.escape(named)}(?!\w)", doc.text):
             span = doc.char_span(found.start(), found.end(), alignment_mode="expand")

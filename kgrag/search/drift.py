@@ -16,7 +16,6 @@ with Flexible Traversal), without an LLM.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ import numpy as np
 from kgrag.errors import InvalidParams
 from kgrag.search.global_search import CommunityScore, GlobalSearch, split_relation
 from kgrag.text.keys import COOC
+from kgrag.text.tokens import WORD
 
 #: a local search: (query text, n) -> [(chunk id, score)], best first
 LocalFn = Callable[[str, int], list[tuple[str, float]]]
@@ -38,7 +38,6 @@ FUSE_K = 5
 MMR_LAMBDA = 0.7
 SEED_PASSAGES = 2  # top passages per follow-up whose entities feed the next step
 MAX_FACETS = 256  # relation candidates encoded per step
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +186,7 @@ def _fuse(
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    return WORD.findall(text.lower())
 
 
 def _key(text: str) -> str:

@@ -22,7 +22,6 @@ server-backed store (:meth:`kgrag.store.GraphReader.passage_texts`).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from kgrag.search.paths import STATED, Explanation
 from kgrag.store import GraphReader, PassageText
+from kgrag.text.keys import DISAMBIGUATOR
 from kgrag.types import Sentence
 
 #: a quote longer than this is cut at a word boundary, with an ellipsis
@@ -39,7 +39,6 @@ QUOTE_CHARS = 320
 #: most this much less similar to the query than the passage's best sentence naming
 #: the path's last entity (cosine)
 ENDING_MARGIN = 0.05
-_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 
 
 class Reading:
@@ -111,7 +110,7 @@ def excerpt(text: str, names: tuple[str, ...], limit: int = QUOTE_CHARS) -> str:
     lower = text.lower()
     spots = [
         (at, at + len(n))
-        for n in (_DISAMBIGUATOR.sub("", n).strip().lower() for n in names)
+        for n in (DISAMBIGUATOR.sub("", n).strip().lower() for n in names)
         if n and (at := lower.find(n)) >= 0
     ]
     if not spots:

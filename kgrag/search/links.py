@@ -12,7 +12,6 @@ question.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,8 +21,7 @@ import scipy.sparse as sp
 
 from kgrag.store import GraphReader
 from kgrag.text.keys import title_key
-
-_TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
+from kgrag.text.tokens import JOINED_TOKEN
 
 __all__ = ["StoreLinks", "TitleLinks", "key_text", "text_key", "title_key"]
 
@@ -62,7 +60,7 @@ def key_text(tokens: Sequence[str]) -> str:
 
 def text_key(text: str) -> str:
     """:func:`key_text` of all of ``text``'s tokens, case folded."""
-    return key_text([t.casefold() for t in _TOKEN.findall(text)])
+    return key_text([t.casefold() for t in JOINED_TOKEN.findall(text)])
 
 
 @lru_cache(maxsize=1 << 16)

@@ -16,15 +16,14 @@ questions this linked as well as spaCy (same Recall@2/5, 2Wiki R@5 +1.25).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from kgrag.text.keys import MAX_NAME_TOKENS, SKIP_TYPES, name_key
+from kgrag.text.tokens import TOKEN
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _MAX_TOKENS = MAX_NAME_TOKENS  # longer names are not looked up
 #: lower-case words allowed inside a capitalised run when a capitalised word follows
 _CONNECTORS = frozenset(
@@ -68,7 +67,7 @@ class NameIndex:
         return len(self._rows)
 
     def spans(self, query: str) -> QuerySpans:
-        tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
+        tokens = [(m.group(), m.start(), m.end()) for m in TOKEN.finditer(query)]
         folded = [t.casefold() for t, _, _ in tokens]
         candidates = [
             " ".join(folded[i : i + n])
@@ -111,7 +110,7 @@ class NameIndex:
 
 
 def _key(name: str) -> tuple[str, ...]:
-    return tuple(t.casefold() for t in _TOKEN.findall(name))
+    return tuple(t.casefold() for t in TOKEN.findall(name))
 
 
 def _capital(token: str, folded: str) -> bool:
