@@ -23,7 +23,7 @@ from . import embed
 from .chunk import chunk_documents
 from .commit import commit
 from .communities import build_communities
-from .graph import assemble
+from .graph import graph_stats
 from .load import load_paths
 from .progress import Stages
 from .resolve import Resolution, resolve
@@ -133,7 +133,7 @@ def _run_stages(
     encoder = _encoder(c)  # first, so a bad model name fails before any parsing
     chunks, res = _parse(docs, c, encoder, stages)
     with stages.stage("graph", 1):
-        _, report.graph_stats = assemble(
+        report.graph_stats = graph_stats(
             res.entities, chunks, res.mentions, res.relations, res.synonyms
         )
     with stages.stage("communities", 1):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ingest import embed
-from ingest.graph import assemble
+from ingest.graph import check_whole
 from ingest.incremental.communities import repair_communities
 from ingest.incremental.tree import repair_tree
 from ingest.resolve import Resolution
@@ -135,7 +135,7 @@ def merge(
     all_chunks = kept.chunks + list(chunks)
     sentences = kept.sentences + res.sentences
     mentions = kept.mentions + res.mentions
-    assemble(ents, all_chunks, mentions, rels, synonyms)  # refuses dangling edges
+    check_whole(ents, all_chunks, mentions, rels, synonyms)
     ends = [(r.src, r.dst) for r in res.relations]
     ends += [(y.src, y.dst) for y in synonyms if y.src in fresh_set or y.dst in fresh_set]
     touched = set(kept.touched) | {e.id for e in res.entities} | {e for pair in ends for e in pair}
