@@ -84,8 +84,9 @@ def compose_facts(
 
     A mean-pooling encoder makes a text's vector the mean of its token vectors, so
     this is the encoding of "subject predicate object" with each part's tokens seen
-    in their own context instead of the whole fact's. On 2Wiki it turns ~69k model
-    calls into ~6k; ``embed.facts = "encode"`` encodes each fact instead.
+    in their own context instead of the whole fact's, with a model call per distinct
+    predicate instead of one per fact; ``embed.facts = "encode"`` encodes each fact
+    instead.
     """
     ids, matrix = entity_vectors
     if not relations:

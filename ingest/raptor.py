@@ -108,7 +108,7 @@ def _cluster(vectors: np.ndarray, settings: _Settings) -> list[np.ndarray]:
     """Soft two-stage clusters of one level: global mixture, then local ones.
 
     BLAS runs single-threaded here: the matrices are tiny, and threads that
-    spin against each other made mixture fits up to 100 times slower.
+    spin against each other made mixture fits many times slower.
     """
     with threadpool_limits(limits=1):
         return _two_stage(vectors, settings)

@@ -20,11 +20,10 @@ Default level: the coarsest level whose communities average at most
 ``default_members`` member entities (16: twice the 8 key entities a report
 names), level 0 when none does. Like GraphRAG's middle level, it is as broad as
 a report can still speak for. An extractive report of a few sentences cannot
-summarise a community of hundreds of entities: on GraphRAG-Bench medical the
-top reports of levels 0-3 (mean 7-10 members) cover the summary questions'
-evidence equally well and levels 4-5 (30 and 235 members) clearly worse
-(benchmarks/global_bench.py); "the finest level with at most a few tens of
-communities" would pick level 5 there.
+summarise a community of hundreds of entities: the top reports of the levels of
+small communities cover summary questions' evidence equally well, those of the
+coarse levels clearly worse (benchmarks/global_bench.py), so "the finest level
+with at most a few tens of communities" would pick too coarse a level.
 """
 
 from __future__ import annotations
@@ -61,8 +60,8 @@ class GlobalSettings:
     min_relevance: float = 0.5  # summary candidates below this share of the best are dropped
     redundancy: float = 0.8  # a candidate this close (cosine) to a picked one is dropped
     #: report sentences take the vectors the ingest stored (read off their chunks' token
-    #: vectors); False encodes each on its own per query, as before: GraphRAG-Bench
-    #: medical summary stmt@0.8 16.7 against 15.2, fresh questions ~5x slower
+    #: vectors); False encodes each on its own per query, as before (slower on fresh
+    #: questions)
     stored_sentences: bool = True
 
 

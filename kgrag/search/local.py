@@ -32,8 +32,8 @@ hop's passages; the specific entities they mention that are not seeds (a film's
 director, a town a person was born in) reset a second PageRank, whose best
 passages join the candidates and whose rank and mass are rerank features: the
 next hop's passage, named only inside a first hop's text.
-Sentence co-occurrence edges are left out by default (``cooc_weight`` 0): on
-MuSiQue they dilute the walk.
+Sentence co-occurrence edges are left out by default (``cooc_weight`` 0): they
+dilute the walk.
 Rerank: the best ``rerank_depth`` candidates of that order are reranked by a
 learned model (:mod:`kgrag.search.local_rerank`); a passage's score is then the
 model's probability that it is evidence.

@@ -2,16 +2,15 @@
 other capitalised runs as candidates for embedding match.
 
 Local search links the spans of a query to entities. Running spaCy's tagger,
-parser and NER over every query cost ~5 ms, a third of a local search on the
-2Wiki graph; yet most spans a query names are entity names the graph already
-holds. :class:`NameIndex` finds them directly: the longest run of query tokens
-(case folded) that equals an entity's name, scanning left to right, is a
-*known* span, provided it has a capital letter or a digit (so "sky" in a
-question does not link to the concept "sky") and is not a lone stop word.
-A run of capitalised words outside the known spans ("Aschenbrodel", "Hotel
-Ritz"; inner "of", "the", "de" ... allowed) is an *unknown* span: the caller
-links it by embedding. On musique100, hotpotqa100 and the 40 held-out 2Wiki
-questions this linked as well as spaCy (same Recall@2/5, 2Wiki R@5 +1.25).
+parser and NER over every query would cost a large share of a local search; yet
+most spans a query names are entity names the graph already holds.
+:class:`NameIndex` finds them directly: the longest run of query tokens (case
+folded) that equals an entity's name, scanning left to right, is a *known* span,
+provided it has a capital letter or a digit (so "sky" in a question does not link
+to the concept "sky") and is not a lone stop word. A run of capitalised words
+outside the known spans ("Aschenbrodel", "Hotel Ritz"; inner "of", "the", "de" ...
+allowed) is an *unknown* span: the caller links it by embedding. This links as
+well as spaCy did (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from kgrag.store import Adjacency, GraphReader, PathLimits
 from kgrag.types import Relation
 
 _MAX_HOPS = 3
-#: the search for a far passage stops after settling this many entities (2Wiki: a
-#: passage not reached by then lies beyond hubs that would explain nothing)
+#: the search for a far passage stops after settling this many entities (a passage
+#: not reached by then lies beyond hubs that would explain nothing)
 _MAX_REACHED = 5_000
 _MAX_OFFERS = 5_000  # edges that search follows
 #: an entity with more relations than this is a hub: paths end there, not go through
