@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgrag.config import Config
 from kgrag.text.keys import COOC, DISAMBIGUATOR
-from kgrag.types import Chunk
+from kgrag.text.nlp import load_spacy
+from kgrag.types import Chunk, Document
 
 TITLE_LABEL = "TITLE"
 CONCEPT_LABEL = "CONCEPT"
@@ -302,3 +304,23 @@ def _appositions(
             if head:
                 for pred, obj in _object_terms("be", tok, owner, title):
                     yield head, pred, obj
+
+
+def run_extract(
+    chunks: Sequence[Chunk],
+    docs: Sequence[Document],
+    c: Config,
+    progress: Callable[[int], None] | None = None,
+) -> Extraction:
+    """The extract stage with its settings unpacked from ``c``."""
+    return extract(
+        chunks,
+        {d.id: d.title for d in docs},
+        load_spacy(c.models.spacy),
+        skip_labels=c.extract.skip_labels,
+        concepts=c.extract.concepts,
+        max_cooc_entities=c.extract.max_cooc_entities,
+        n_process=c.extract.n_process,
+        batch_size=c.extract.batch_size,
+        progress=progress,
+    )

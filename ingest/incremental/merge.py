@@ -15,8 +15,8 @@ from ingest import embed
 from ingest.graph import check_whole
 from ingest.incremental.communities import repair_communities
 from ingest.incremental.tree import repair_tree
+from ingest.raptor import run_tree
 from ingest.resolve import Resolution
-from ingest.steps import run_tree
 from kgrag.config import Config
 from kgrag.ids import sentence_id
 from kgrag.store import VECTOR_KINDS, GraphReader

@@ -236,9 +236,9 @@ class GlobalSearch:
     ) -> tuple[tuple[str, str], ...]:
         """MMR-picked report sentences and relations, each with its community id; a
         candidate's relevance is its cosine scaled by its report's share of the top score."""
-        s = self.settings
+        settings = self.settings
         texts, owners, priors, embed = _candidates(
-            top[: s.summary_reports], s.summary_relations, s.relation_discount
+            top[: settings.summary_reports], settings.summary_relations, settings.relation_discount
         )
         if not texts:
             return ()
@@ -246,15 +246,16 @@ class GlobalSearch:
         relevance = (vecs @ qvec) * np.array(priors)
         picked: list[int] = []
         tokens = 0
-        floor = s.min_relevance * float(relevance.max())
+        floor = settings.min_relevance * float(relevance.max())
         left = [i for i in range(len(texts)) if relevance[i] >= floor]
-        while left and len(picked) < s.summary_sentences:
+        while left and len(picked) < settings.summary_sentences:
             novelty = (vecs[left] @ vecs[picked].T).max(axis=1) if picked else np.zeros(len(left))
-            mmr = s.mmr_lambda * relevance[left] - (1 - s.mmr_lambda) * novelty
+            mmr = settings.mmr_lambda * relevance[left] - (1 - settings.mmr_lambda) * novelty
             i = int(np.argmax(mmr))  # argmax takes the first: candidate order breaks ties
             best = left.pop(i)
             size = len(texts[best].split())
-            if picked and (tokens + size > s.summary_tokens or novelty[i] > s.redundancy):
+            too_long = tokens + size > settings.summary_tokens
+            if picked and (too_long or novelty[i] > settings.redundancy):
                 continue
             picked.append(best)
             tokens += size

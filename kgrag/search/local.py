@@ -173,6 +173,8 @@ class LocalSearch:
         )
 
     def search(self, query: str, k: int = 10) -> LocalResult:
+        """The best ``k`` passages for ``query``: the candidates of the walks and the
+        bridge hop, reranked by the learned model when ``rerank_depth`` > 0."""
         depth = self.settings.rerank_depth
         found, rows, x, titles = self._candidates(query, max(k, depth) if depth > 0 else k)
         if depth <= 0 or not rows:
