@@ -16,7 +16,6 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,7 +40,7 @@ def main() -> int:
     with kgrag.open(args.graph) as engine:
         searches = {
             "without rerank": LocalSearch(
-                engine.reader, engine.encoder, replace(LocalSettings(), rerank_depth=0)
+                engine.reader, engine.encoder, LocalSettings(rerank_depth=0)
             ),
             "with rerank": LocalSearch(engine.reader, engine.encoder),
         }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from kgrag.errors import InvalidParams
 from kgrag.ids import content_id
-from kgrag.text.tokens import TOKEN_RE, count_tokens
+from kgrag.text.tokens import TOKEN, count_tokens
 from kgrag.types import Chunk, Document
 
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then
@@ -175,7 +175,7 @@ def _units(text: str, start: int, end: int, is_heading: bool, max_tokens: int) -
 def _cut_long(text: str, start: int, end: int, max_tokens: int) -> list[_Unit]:
     """The sentence ``text[start:end]`` as one unit, or cut at token
     boundaries into pieces of at most ``max_tokens`` tokens."""
-    spans = [m.span() for m in TOKEN_RE.finditer(text, start, end)]
+    spans = [m.span() for m in TOKEN.finditer(text, start, end)]
     if len(spans) <= max_tokens:
         return [_Unit(start, end, len(spans))]
     return [

@@ -8,8 +8,8 @@ community that stops splitting early being carried down unchanged.
 
 Reports are extractive, no LLM: the best-connected members, the strongest
 internal relations and the sentences that mention the best-connected members.
-Per-level statistics are computed with numpy over edge and mention arrays, so
-a graph of ~50k entities and ~200k relations takes seconds.
+Per-level statistics are computed with numpy over edge and mention arrays, not
+per community in Python.
 """
 
 from __future__ import annotations

@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.types import Chunk
+from kgrag.config import Config
+from kgrag.text.keys import COOC, DISAMBIGUATOR
+from kgrag.text.nlp import load_spacy
+from kgrag.types import Chunk, Document
 
 TITLE_LABEL = "TITLE"
 CONCEPT_LABEL = "CONCEPT"
-COOC = "co-occurs with"
-_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 _PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them"})
 _SUBJ = frozenset({"nsubj", "nsubjpass", "csubj"})
 _OBJ = frozenset({"dobj", "attr", "oprd", "dative", "acomp"})
@@ -100,7 +101,7 @@ def _spans(
     are the title's, whatever the named-entity tagger made of them (its label kept
     where it found the same span)."""
     owner: dict[int, tuple[str, str]] = {}
-    named = _DISAMBIGUATOR.sub("", title).strip()
+    named = DISAMBIGUATOR.sub("", title).strip()
     if len(named) > 2:
         for found in re.finditer(rf"(?<!\w){re.escape(named)}(?!\w)", doc.text):
             span = doc.char_span(found.start(), found.end(), alignment_mode="expand")
@@ -303,3 +304,23 @@ def _appositions(
             if head:
                 for pred, obj in _object_terms("be", tok, owner, title):
                     yield head, pred, obj
+
+
+def run_extract(
+    chunks: Sequence[Chunk],
+    docs: Sequence[Document],
+    c: Config,
+    progress: Callable[[int], None] | None = None,
+) -> Extraction:
+    """The extract stage with its settings unpacked from ``c``."""
+    return extract(
+        chunks,
+        {d.id: d.title for d in docs},
+        load_spacy(c.models.spacy),
+        skip_labels=c.extract.skip_labels,
+        concepts=c.extract.concepts,
+        max_cooc_entities=c.extract.max_cooc_entities,
+        n_process=c.extract.n_process,
+        batch_size=c.extract.batch_size,
+        progress=progress,
+    )

@@ -1,30 +1,35 @@
-"""Graph stage: assemble the entity + passage graph and check it is whole.
+"""Graph stage: check the entity + passage graph is whole, and count it.
 
 Every relation end, mention and synonymy end must be a known entity or
 chunk; a record pointing elsewhere is a bug upstream and stops the build
-before anything is written.
+before anything is written. The graph's statistics for the build report
+(vertices, connected components, edges per kind) are counted from the
+records: the graph itself is the store's tables
+(:func:`kgrag.whole_graph.build_graph` makes an igraph of them when a search
+needs one).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
-import igraph as ig
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from kgrag.errors import KgragError
-from kgrag.search import build_graph
 from kgrag.types import Chunk, Entity, Mention, Relation, Synonym
 
 
-def assemble(
+def check_whole(
     entities: Sequence[Entity],
     chunks: Sequence[Chunk],
     mentions: Sequence[Mention],
     relations: Sequence[Relation],
     synonyms: Sequence[Synonym],
-) -> tuple[ig.Graph, dict[str, int]]:
-    """The graph and its statistics (vertices, edges per kind, connected components)."""
+) -> None:
+    """Refuse (:class:`KgragError`) a relation, mention or synonymy edge whose end is
+    neither a known entity nor a known chunk."""
     known = {e.id for e in entities} | {c.id for c in chunks}
     dangling = [r.id for r in relations if r.src not in known or r.dst not in known]
     dangling += [
@@ -35,8 +40,32 @@ def assemble(
     dangling += [f"{s.src}~{s.dst}" for s in synonyms if s.src not in known or s.dst not in known]
     if dangling:
         raise KgragError(f"graph has {len(dangling)} edges to unknown nodes, e.g. {dangling[0]}")
-    g = build_graph(entities, [c.id for c in chunks], mentions, relations, synonyms)
-    stats = {"vertices": g.vcount(), "components": len(g.connected_components())}
-    for kind, n in sorted(Counter(g.es["kind"] if g.ecount() else []).items()):
-        stats[f"{kind}_edges"] = n
-    return g, stats
+
+
+def graph_stats(
+    entities: Sequence[Entity],
+    chunks: Sequence[Chunk],
+    mentions: Sequence[Mention],
+    relations: Sequence[Relation],
+    synonyms: Sequence[Synonym],
+) -> dict[str, int]:
+    """The whole graph's statistics: ``vertices`` (entities and passages),
+    ``components`` (connected, the graph taken as undirected) and ``<kind>_edges``
+    for each kind of edge it has (mention, relation, synonym; parallel edges each
+    count), in that order. Refuses a graph that is not whole (:func:`check_whole`)."""
+    check_whole(entities, chunks, mentions, relations, synonyms)
+    ids = sorted(e.id for e in entities) + sorted(c.id for c in chunks)
+    index = {v: i for i, v in enumerate(ids)}
+    ends = [(r.src, r.dst) for r in relations]
+    ends += [(m.entity_id, m.chunk_id) for m in mentions]
+    ends += [(s.src, s.dst) for s in synonyms]
+    src = np.array([index[a] for a, _ in ends], dtype=np.int64)
+    dst = np.array([index[b] for _, b in ends], dtype=np.int64)
+    n = len(ids)
+    edges = sp.coo_matrix((np.ones(len(ends), dtype=np.int8), (src, dst)), shape=(n, n))
+    stats = {"vertices": n, "components": int(connected_components(edges, directed=False)[0])}
+    counts = {"relation": len(relations), "mention": len(mentions), "synonym": len(synonyms)}
+    for kind, count in sorted(counts.items()):
+        if count:
+            stats[f"{kind}_edges"] = count
+    return stats

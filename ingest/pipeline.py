@@ -23,11 +23,14 @@ from . import embed
 from .chunk import chunk_documents
 from .commit import commit
 from .communities import build_communities
-from .graph import assemble
+from .embed import batched, spanned
+from .extract import run_extract
+from .graph import graph_stats
 from .load import load_paths
 from .progress import Stages
+from .raptor import run_tree
+from .report import BuildReport, build_meta, fingerprint
 from .resolve import Resolution, resolve
-from .steps import BuildReport, batched, build_meta, fingerprint, run_extract, run_tree, spanned
 
 
 def ingest_paths(
@@ -133,7 +136,7 @@ def _run_stages(
     encoder = _encoder(c)  # first, so a bad model name fails before any parsing
     chunks, res = _parse(docs, c, encoder, stages)
     with stages.stage("graph", 1):
-        _, report.graph_stats = assemble(
+        report.graph_stats = graph_stats(
             res.entities, chunks, res.mentions, res.relations, res.synonyms
         )
     with stages.stage("communities", 1):

@@ -27,8 +27,9 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
+from kgrag.config import Config
 from kgrag.ids import content_id
-from kgrag.types import TreeNode
+from kgrag.types import Chunk, TreeNode
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -108,7 +109,7 @@ def _cluster(vectors: np.ndarray, settings: _Settings) -> list[np.ndarray]:
     """Soft two-stage clusters of one level: global mixture, then local ones.
 
     BLAS runs single-threaded here: the matrices are tiny, and threads that
-    spin against each other made mixture fits up to 100 times slower.
+    spin against each other made mixture fits many times slower.
     """
     with threadpool_limits(limits=1):
         return _two_stage(vectors, settings)
@@ -304,3 +305,20 @@ def _pick(flat: Sequence[str], rows: np.ndarray, scores: np.ndarray, k: int) -> 
         first.setdefault(flat[row], i)  # equal texts have equal scores
     ranked = sorted(first, key=lambda t: (-scores[first[t]], first[t]))[:k]
     return " ".join(sorted(ranked, key=first.__getitem__))
+
+
+def run_tree(chunks: Sequence[Chunk], vectors: np.ndarray, c: Config) -> list[TreeNode]:
+    """The RAPTOR stage with its settings unpacked from ``c``."""
+    raptor = c.raptor
+    return build_tree(
+        [ch.id for ch in chunks],
+        [ch.text for ch in chunks],
+        vectors,
+        reduced_dim=raptor.reduced_dim,
+        threshold=raptor.threshold,
+        top_size=raptor.top_size,
+        max_levels=raptor.max_levels,
+        max_cluster=raptor.max_cluster,
+        summary_sentences=raptor.summary_sentences,
+        seed=raptor.seed,
+    )

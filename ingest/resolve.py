@@ -224,9 +224,8 @@ def _exact_top(vectors: np.ndarray, k: int) -> Iterator[_Top]:
 def _clustered_top(vectors: np.ndarray, k: int, probes: int = 8) -> Iterator[_Top]:
     """Approximate top k: spherical k-means (about sqrt(n) centroids, fitted on a
     fixed sample, so the result is deterministic); each row is compared with every
-    row that has its nearest centroid among their ``probes`` nearest. On the 58k
-    entity names of 2Wiki this finds 99.2% of the exact search's pairs (cosine 0.8,
-    top 10) in 2.0 s against 23.4 s."""
+    row that has its nearest centroid among their ``probes`` nearest: nearly every pair
+    of the exact search, in a fraction of its time."""
     n = len(vectors)
     n_clusters = max(2, int(np.sqrt(n)))
     sample = vectors[:: max(1, n // (64 * n_clusters))]

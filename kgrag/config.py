@@ -96,6 +96,110 @@ class EmbedConfig(_Section):
     )
 
 
+class LocalSearchConfig(_Section):
+    """Local search (:class:`kgrag.search.LocalSearch`): how a query links to seeds, the
+    personalized PageRank over entities and passages, the bridge hop, the second walk
+    and the learned rerank."""
+
+    damping: float = Field(0.5, description="PageRank damping: the share of mass that walks on.")
+    passage_weight: float = Field(
+        0.2, description="Reset weight of the passages seeded by their min-max dense score."
+    )
+    top_facts: int = Field(
+        5, description="Facts nearest the query whose two entities seed the walk."
+    )
+    top_entities: int = Field(
+        0,
+        description="Entities nearest the whole query that seed the walk (0: names and "
+        "facts link alone).",
+    )
+    span_boost: float = Field(
+        1.5, description="Seeds linked from a named span of the query weigh this much more."
+    )
+    named_similarity: float = Field(
+        0.8, description="A span's nearest entity at least this close counts as named by the query."
+    )
+    relation_weight: float = Field(1.0, description="Walk weight of relation edges.")
+    cooc_weight: float = Field(
+        0.0, description="Walk weight of sentence co-occurrence edges (0: left out)."
+    )
+    mention_weight: float = Field(1.0, description="Walk weight of entity-passage mention edges.")
+    synonym_weight: float = Field(1.0, description="Walk weight of synonymy edges.")
+    fuse_dense: float = Field(
+        0.5,
+        description="Weight of the dense ranking fused with the PageRank ranking by "
+        "reciprocal rank (0: PageRank alone).",
+    )
+    bridge_from: int = Field(
+        1, description="The best passages whose title links raise the passages they name."
+    )
+    bridge_weight: float = Field(
+        0.3,
+        description="A passage named by title gains this x (1 + its dense score) on the fused "
+        "score, capped just below the passage that names it.",
+    )
+    bridge_named: int = Field(
+        10,
+        description="Of the best N candidates, the passages whose title the query names (and "
+        "the best bridge_from) bring every passage they name by title into the reranked "
+        "candidates, however low its own score (0: only what the bridge hop raised).",
+    )
+    bridge_extra: int = Field(10, description="At most this many such named-bridge candidates.")
+    link_max_in: int = Field(
+        20, description="Titles named by more passages than this give no links."
+    )
+    seed_passages: int = Field(
+        2000,
+        description="Passages seeded by their dense score: the best N (0: all). With push_eps "
+        "the walk then stays near the seeds and the best passages.",
+    )
+    push_eps: float = Field(
+        1e-5,
+        description="PageRank by thresholded pushes: mass under this share of the reset stops "
+        "spreading; 0 solves exactly (conjugate gradients to ppr_tol).",
+    )
+    ppr_tol: float = Field(
+        1e-4,
+        description="Relative residual at which the exact PageRank's conjugate gradients stop: "
+        "passage ranks settle long before a full solve.",
+    )
+    rerank_depth: int = Field(
+        50,
+        description="Candidates the learned model reranks (at least k; 0: none).",
+    )
+    long_share: float = Field(
+        0.75,
+        description="A query whose candidates come from long documents (at least this share of "
+        "them share their document title with another) is reranked by the long-document "
+        "model (above 1: never).",
+    )
+    long_diversity: float = Field(
+        0.4,
+        description="For long documents, a candidate's score less this x its highest cosine to "
+        "a better candidate of the same document orders the top k (0: by score alone).",
+    )
+    hop: bool = Field(
+        True,
+        description="The second walk: PageRank reset by the specific entities that are not "
+        "seeds of the best hop_from candidates and of the first hop_named candidates whose "
+        "title the query names (the names a first hop's passage gives the next hop). Its rank "
+        "and mass are rerank features; its best hop_extra passages join the candidates. Not "
+        "for long documents.",
+    )
+    hop_from: int = Field(1, description="The best candidates the second walk starts from.")
+    hop_named: int = Field(
+        2, description="The first candidates named by the query the second walk starts from."
+    )
+    hop_specific: float = Field(
+        0.2,
+        description="Least specificity (1 / passages mentioning it) of an entity resetting the "
+        "second walk: 0.2 is an entity in at most 5 passages.",
+    )
+    hop_extra: int = Field(
+        5, description="The second walk's best passages that join the candidates."
+    )
+
+
 class RetrievalConfig(_Section):
     max_k: int = Field(200, ge=1, description="Largest k served; larger requests are clamped.")
     candidate_k: int = Field(100, ge=1, description="Default recall size (at least k).")
@@ -110,6 +214,10 @@ class RetrievalConfig(_Section):
     )
     confidence_bias: float = Field(
         -8.336, description="Logistic calibration of hit confidence from query cosine (bias)."
+    )
+    local: LocalSearchConfig = Field(
+        default_factory=LocalSearchConfig,
+        description="Local search: graph op 'local', DRIFT's searches, retrieve's graph units.",
     )
 
 

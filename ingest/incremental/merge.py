@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from ingest import embed
-from ingest.graph import assemble
+from ingest.graph import check_whole
 from ingest.incremental.communities import repair_communities
 from ingest.incremental.tree import repair_tree
+from ingest.raptor import run_tree
 from ingest.resolve import Resolution
-from ingest.steps import run_tree
 from kgrag.config import Config
 from kgrag.ids import sentence_id
 from kgrag.store import VECTOR_KINDS, GraphReader
@@ -126,14 +126,7 @@ def merge(
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any]]:
     """Records and vectors of the new version: ``kept`` plus the parsed new chunks."""
     entities, new_vecs = _merge_entities(kept, res)
-    relations = dict(kept.relations)
-    for r in res.relations:
-        old = relations.get(r.id)
-        if old is not None:
-            evidence = tuple(sorted({*old.evidence, *r.evidence}))
-            r = replace(old, weight=old.weight + r.weight, evidence=evidence)
-        relations[r.id] = r
-    rels = [relations[k] for k in sorted(relations)]
+    rels = _merge_relations(kept, res)
     ents = [entities[k] for k in sorted(entities)]
     ent_matrix = _matrix([e.id for e in ents], kept, "entities", new_vecs)
     fresh = [e.id for e in ents if e.id not in kept.entities]
@@ -142,25 +135,11 @@ def merge(
     all_chunks = kept.chunks + list(chunks)
     sentences = kept.sentences + res.sentences
     mentions = kept.mentions + res.mentions
-    assemble(ents, all_chunks, mentions, rels, synonyms)  # refuses dangling edges
+    check_whole(ents, all_chunks, mentions, rels, synonyms)
     ends = [(r.src, r.dst) for r in res.relations]
     ends += [(y.src, y.dst) for y in synonyms if y.src in fresh_set or y.dst in fresh_set]
     touched = set(kept.touched) | {e.id for e in res.entities} | {e for pair in ends for e in pair}
-    texts = {ch.id: ch.text for ch in all_chunks}
-    cc = c.communities
-    communities = repair_communities(
-        ents,
-        rels,
-        synonyms,
-        sentences,
-        texts,
-        kept.communities,
-        max_size=cc.max_size,
-        max_levels=cc.max_levels,
-        seed=cc.seed,
-        report_sentences=cc.report_sentences,
-        touched=touched,
-    )
+    communities = _communities(kept, ents, rels, synonyms, sentences, all_chunks, touched, c)
     new_chunk_vecs: dict[str, np.ndarray] = {}
     new_sentence_vecs: dict[str, np.ndarray] = {}
     if chunk_vecs is not None:
@@ -169,8 +148,6 @@ def merge(
         new_sentence_vecs = dict(zip(sentence_ids, sentence_matrix, strict=True))
     chunk_matrix = _matrix([ch.id for ch in all_chunks], kept, "chunks", new_chunk_vecs)
     tree = _tree(kept, chunks, all_chunks, chunk_matrix, c)
-    names = {e.id: e.name for e in ents}
-    facts = embed.facts(rels)
     records: dict[str, Sequence[Any]] = {
         "chunks": all_chunks,
         "sentences": sentences,
@@ -185,6 +162,67 @@ def merge(
         "chunks": ([ch.id for ch in all_chunks], chunk_matrix),
         "sentences": _sentence_vectors(kept, sentences, new_sentence_vecs),
         "entities": ([e.id for e in ents], ent_matrix),
+        **_derived_vectors(kept, records, ent_matrix, encode, c, tokens),
+    }
+    return records, vectors
+
+
+def _communities(
+    kept: Snapshot,
+    ents: Sequence[Entity],
+    rels: Sequence[Relation],
+    synonyms: Sequence[Synonym],
+    sentences: Sequence[Sentence],
+    all_chunks: Sequence[Chunk],
+    touched: set[str],
+    c: Config,
+) -> list[Community]:
+    """The stored communities repaired around the ``touched`` entities."""
+    texts = {ch.id: ch.text for ch in all_chunks}
+    cc = c.communities
+    return repair_communities(
+        ents,
+        rels,
+        synonyms,
+        sentences,
+        texts,
+        kept.communities,
+        max_size=cc.max_size,
+        max_levels=cc.max_levels,
+        seed=cc.seed,
+        report_sentences=cc.report_sentences,
+        touched=touched,
+    )
+
+
+def _merge_relations(kept: Snapshot, res: Resolution) -> list[Relation]:
+    """Stored relations with the new batch's added (the same relation: weights summed,
+    evidence joined), sorted by id."""
+    relations = dict(kept.relations)
+    for r in res.relations:
+        old = relations.get(r.id)
+        if old is not None:
+            evidence = tuple(sorted({*old.evidence, *r.evidence}))
+            r = replace(old, weight=old.weight + r.weight, evidence=evidence)
+        relations[r.id] = r
+    return [relations[k] for k in sorted(relations)]
+
+
+def _derived_vectors(
+    kept: Snapshot,
+    records: Mapping[str, Sequence[Any]],
+    ent_matrix: np.ndarray,
+    encode: Encode,
+    c: Config,
+    tokens: Callable[[list[str]], np.ndarray],
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """The vectors of facts, community reports and tree nodes of the new version's
+    ``records``: stored ones reused, the others made (facts, reports, tree, in that
+    order)."""
+    ents, tree = records["entities"], records["tree_nodes"]
+    names = {e.id: e.name for e in ents}
+    facts = embed.facts(records["relations"])
+    return {
         "facts": _reuse(
             kept,
             "facts",
@@ -193,10 +231,9 @@ def merge(
                 c.embed.facts, encode, tokens, fs, names, ([e.id for e in ents], ent_matrix)
             ),
         ),
-        "communities": _reuse_reports(kept, communities, encode),
+        "communities": _reuse_reports(kept, records["communities"], encode),
         "tree_nodes": _reuse(kept, "tree_nodes", tree, lambda ts: encode([t.summary for t in ts])),
     }
-    return records, vectors
 
 
 def _merge_entities(

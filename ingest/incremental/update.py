@@ -18,10 +18,12 @@ from typing import Any
 from ingest import embed
 from ingest.chunk import make_chunks
 from ingest.commit import commit_with
+from ingest.embed import batched, spanned
+from ingest.extract import run_extract
 from ingest.incremental.merge import Snapshot, merge, prune
 from ingest.progress import Stages
+from ingest.report import BuildReport, build_meta, fingerprint
 from ingest.resolve import resolve
-from ingest.steps import BuildReport, batched, build_meta, fingerprint, run_extract, spanned
 from kgrag.config import Config
 from kgrag.encoders import Encoder
 from kgrag.errors import InvalidParams

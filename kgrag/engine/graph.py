@@ -108,7 +108,7 @@ class GraphOps:
         if name == "local":
             from kgrag.search.local import LocalSearch
 
-            return LocalSearch(reader, encoder)
+            return LocalSearch(reader, encoder, self.r.config.local)
         if name == "paths":
             from kgrag.search.paths import PathFinder
 

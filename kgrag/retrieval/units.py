@@ -14,7 +14,6 @@ whole when first used.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ import numpy as np
 
 from ..encoders import normalise
 from ..store import GraphReader
+from ..text.tokens import WORD as _WORD
 from ..types import Chunk, Community, Document, Entity, Relation
 
 #: units ranked from a source of their own; ``path`` and ``subgraph`` come from local search
@@ -414,7 +414,6 @@ def _terms(text: str) -> list[str]:
     return [t for t in _WORD.findall(text.casefold()) if t not in _STOP]
 
 
-_WORD = re.compile(r"\w+")
 _STOP = frozenset(
     [
         "a",

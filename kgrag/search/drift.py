@@ -16,7 +16,6 @@ with Flexible Traversal), without an LLM.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,21 +23,19 @@ import numpy as np
 
 from kgrag.errors import InvalidParams
 from kgrag.search.global_search import CommunityScore, GlobalSearch, split_relation
-from kgrag.search.local import COOC
+from kgrag.text.keys import COOC
+from kgrag.text.tokens import WORD
 
 #: a local search: (query text, n) -> [(chunk id, score)], best first
 LocalFn = Callable[[str, int], list[tuple[str, float]]]
 
 FOLLOWUP_DECAY = 0.35  # weight of a step-s follow-up list: FOLLOWUP_DECAY ** s
 #: the fusion's rank constant: 1 / (FUSE_K + rank). Local search's own order is
-#: reranked and sharp at the top, which the usual 60 flattens: at 60 and decay 0.5
-#: musique100 drift R@5 was 70.4 against local's 73.8; at 5 and 0.35 it is 73.8
-#: (hotpotqa100 94.0 both, 2Wiki dev 92.6 -> 93.5)
+#: reranked and sharp at the top, which the usual 60 flattens
 FUSE_K = 5
 MMR_LAMBDA = 0.7
 SEED_PASSAGES = 2  # top passages per follow-up whose entities feed the next step
 MAX_FACETS = 256  # relation candidates encoded per step
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +184,7 @@ def _fuse(
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    return WORD.findall(text.lower())
 
 
 def _key(text: str) -> str:

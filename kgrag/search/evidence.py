@@ -22,7 +22,6 @@ server-backed store (:meth:`kgrag.store.GraphReader.passage_texts`).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from kgrag.search.paths import STATED, Explanation
 from kgrag.store import GraphReader, PassageText
+from kgrag.text.keys import DISAMBIGUATOR
 from kgrag.types import Sentence
 
 #: a quote longer than this is cut at a word boundary, with an ellipsis
@@ -39,7 +39,6 @@ QUOTE_CHARS = 320
 #: most this much less similar to the query than the passage's best sentence naming
 #: the path's last entity (cosine)
 ENDING_MARGIN = 0.05
-_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")  # "Richard Sale (director)"
 
 
 class Reading:
@@ -111,7 +110,7 @@ def excerpt(text: str, names: tuple[str, ...], limit: int = QUOTE_CHARS) -> str:
     lower = text.lower()
     spots = [
         (at, at + len(n))
-        for n in (_DISAMBIGUATOR.sub("", n).strip().lower() for n in names)
+        for n in (DISAMBIGUATOR.sub("", n).strip().lower() for n in names)
         if n and (at := lower.find(n)) >= 0
     ]
     if not spots:
@@ -154,6 +153,24 @@ def state_endings(
     }
     if not ends:
         return
+    pairs = _stated_pairs(reader, ends, mentioned)
+    if not pairs:
+        return
+    options = _statements(reader, pairs)
+    if not options:
+        return
+    reading.read({*options, *also})
+    others = sorted({r.dst if r.src == ends[c] else r.src for c, rs in options.items() for r in rs})
+    near = reading.near(others)
+    for cid, rels in options.items():
+        _end_with_statement(reading, explained[cid], cid, ends[cid], rels, near)
+
+
+def _stated_pairs(
+    reader: GraphReader, ends: Mapping[str, str], mentioned: Mapping[str, np.ndarray]
+) -> list[tuple[str, int]]:
+    """(passage, relation edge row) for each stated relation of a path's last entity
+    (``ends``: passage id -> entity id) with another entity its passage mentions."""
     entities = sorted(set(ends.values()))
     rows = reader.rows("entities", entities)
     adj = reader.adjacency("relations", np.maximum(rows, 0))
@@ -171,8 +188,11 @@ def state_endings(
         hit = np.flatnonzero(np.isin(cols, inside) & stated)
         assert adj.edge is not None
         pairs += [(cid, int(adj.edge[adj.indptr[i] + j])) for j in hit.tolist()]
-    if not pairs:
-        return
+    return pairs
+
+
+def _statements(reader: GraphReader, pairs: list[tuple[str, int]]) -> dict[str, list[Any]]:
+    """The relations of ``pairs`` each passage states (its evidence), by passage."""
     rel_ids = reader.relation_ids(np.array([e for _, e in pairs], dtype=np.int64))
     relations = {r.id: r for r in reader.relations(sorted(set(rel_ids)))}
     options: dict[str, list[Any]] = defaultdict(list)
@@ -180,39 +200,46 @@ def state_endings(
         rel = relations.get(rid)
         if rel is not None and rel.kind == STATED and cid in rel.evidence:
             options[cid].append(rel)
-    if not options:
+    return options
+
+
+def _end_with_statement(
+    reading: Reading,
+    ex: Explanation,
+    cid: str,
+    eid: str,
+    rels: list[Any],
+    near: Mapping[str, float],
+) -> None:
+    """End ``ex`` (its last edge: ``eid`` mentioned in passage ``cid``) with the one of
+    ``rels`` closest to the query, unless it is far less about the query than the
+    passage's best sentence on ``eid``. ``near``: entities' similarity to the query."""
+    on_path = set(ex.path)
+
+    def other(rel: Any, eid: str = eid) -> str:
+        return str(rel.dst if rel.src == eid else rel.src)
+
+    def closeness(ends: tuple[str, ...], cid: str = cid) -> float:
+        s = reading.best(cid, tuple(n for n in ends if n != reading.title(cid)))
+        return reading.similarity(cid, s) if s is not None else 0.0
+
+    rels = [r for r in rels if other(r) not in on_path]
+    if not rels:
         return
-    reading.read({*options, *also})
-    others = sorted({r.dst if r.src == ends[c] else r.src for c, rs in options.items() for r in rs})
-    near = reading.near(others)
-    for cid, rels in options.items():
-        ex, eid = explained[cid], ends[cid]
-        on_path = set(ex.path)
-
-        def other(rel: Any, eid: str = eid) -> str:
-            return str(rel.dst if rel.src == eid else rel.src)
-
-        def closeness(ends: tuple[str, ...], cid: str = cid) -> float:
-            s = reading.best(cid, tuple(n for n in ends if n != reading.title(cid)))
-            return reading.similarity(cid, s) if s is not None else 0.0
-
-        rels = [r for r in rels if other(r) not in on_path]
-        if not rels:
-            continue
-        best = min(rels, key=lambda r: (-closeness((r.src, r.dst)), -near.get(other(r), 0.0), r.id))
-        # a statement far less about the query than the passage's best sentence on the
-        # entity says less than that sentence does: the mention stays, quoting it
-        if closeness((best.src, best.dst)) < closeness((eid,)) - ENDING_MARGIN:
-            continue
-        ex.edges[-1] = {
-            "src": best.src,
-            "dst": best.dst,
-            "kind": "relation",
-            "evidence": cid,
-            "predicate": best.predicate,
-            "relation": best.id,
-        }
-        ex.path.insert(len(ex.path) - 1, other(best))
+    best = min(rels, key=lambda r: (-closeness((r.src, r.dst)), -near.get(other(r), 0.0), r.id))
+    # a statement far less about the query than the passage's best sentence on the
+    # entity says less than that sentence does: the mention stays, quoting it
+    if closeness((best.src, best.dst)) < closeness((eid,)) - ENDING_MARGIN:
+        return
+    ex.edges[-1] = {
+        "src": best.src,
+        "dst": best.dst,
+        "kind": "relation",
+        "evidence": cid,
+        "predicate": best.predicate,
+        "relation": best.id,
+    }
+    ex.path.insert(len(ex.path) - 1, other(best))
 
 
 def state_links(reader: GraphReader, explained: Mapping[str, Explanation]) -> None:

@@ -20,11 +20,10 @@ Default level: the coarsest level whose communities average at most
 ``default_members`` member entities (16: twice the 8 key entities a report
 names), level 0 when none does. Like GraphRAG's middle level, it is as broad as
 a report can still speak for. An extractive report of a few sentences cannot
-summarise a community of hundreds of entities: on GraphRAG-Bench medical the
-top reports of levels 0-3 (mean 7-10 members) cover the summary questions'
-evidence equally well and levels 4-5 (30 and 235 members) clearly worse
-(benchmarks/global_bench.py); "the finest level with at most a few tens of
-communities" would pick level 5 there.
+summarise a community of hundreds of entities: the top reports of the levels of
+small communities cover summary questions' evidence equally well, those of the
+coarse levels clearly worse (benchmarks/global_bench.py), so "the finest level
+with at most a few tens of communities" would pick too coarse a level.
 """
 
 from __future__ import annotations
@@ -61,8 +60,8 @@ class GlobalSettings:
     min_relevance: float = 0.5  # summary candidates below this share of the best are dropped
     redundancy: float = 0.8  # a candidate this close (cosine) to a picked one is dropped
     #: report sentences take the vectors the ingest stored (read off their chunks' token
-    #: vectors); False encodes each on its own per query, as before: GraphRAG-Bench
-    #: medical summary stmt@0.8 16.7 against 15.2, fresh questions ~5x slower
+    #: vectors); False encodes each on its own per query, as before (slower on fresh
+    #: questions)
     stored_sentences: bool = True
 
 
@@ -237,9 +236,9 @@ class GlobalSearch:
     ) -> tuple[tuple[str, str], ...]:
         """MMR-picked report sentences and relations, each with its community id; a
         candidate's relevance is its cosine scaled by its report's share of the top score."""
-        s = self.settings
+        settings = self.settings
         texts, owners, priors, embed = _candidates(
-            top[: s.summary_reports], s.summary_relations, s.relation_discount
+            top[: settings.summary_reports], settings.summary_relations, settings.relation_discount
         )
         if not texts:
             return ()
@@ -247,15 +246,16 @@ class GlobalSearch:
         relevance = (vecs @ qvec) * np.array(priors)
         picked: list[int] = []
         tokens = 0
-        floor = s.min_relevance * float(relevance.max())
+        floor = settings.min_relevance * float(relevance.max())
         left = [i for i in range(len(texts)) if relevance[i] >= floor]
-        while left and len(picked) < s.summary_sentences:
+        while left and len(picked) < settings.summary_sentences:
             novelty = (vecs[left] @ vecs[picked].T).max(axis=1) if picked else np.zeros(len(left))
-            mmr = s.mmr_lambda * relevance[left] - (1 - s.mmr_lambda) * novelty
+            mmr = settings.mmr_lambda * relevance[left] - (1 - settings.mmr_lambda) * novelty
             i = int(np.argmax(mmr))  # argmax takes the first: candidate order breaks ties
             best = left.pop(i)
             size = len(texts[best].split())
-            if picked and (tokens + size > s.summary_tokens or novelty[i] > s.redundancy):
+            too_long = tokens + size > settings.summary_tokens
+            if picked and (too_long or novelty[i] > settings.redundancy):
                 continue
             picked.append(best)
             tokens += size

@@ -12,7 +12,6 @@ question.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,11 +19,11 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
+from kgrag.store import GraphReader
 from kgrag.text.keys import title_key
+from kgrag.text.tokens import JOINED_TOKEN
 
-_TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
-
-__all__ = ["TitleLinks", "key_text", "text_key", "title_key"]
+__all__ = ["StoreLinks", "TitleLinks", "key_text", "text_key", "title_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +40,18 @@ class TitleLinks:
         return np.asarray(self.matrix.indices[start:end])
 
 
+class StoreLinks:
+    """A store's title links seen as :class:`TitleLinks`: the targets of a chunk row
+    named by at most ``max_in`` passages."""
+
+    def __init__(self, reader: GraphReader, max_in: int) -> None:
+        self.reader, self.max_in = reader, max_in
+
+    def targets(self, row: int) -> np.ndarray:
+        adj = self.reader.adjacency("links", np.array([row]))
+        return adj.indices[adj.data <= self.max_in]
+
+
 def key_text(tokens: Sequence[str]) -> str:
     """Case-folded tokens as one string padded by spaces, so that one key occurring in
     another is ``key_text(a) in key_text(b)`` on token boundaries ("" for none)."""
@@ -49,7 +60,7 @@ def key_text(tokens: Sequence[str]) -> str:
 
 def text_key(text: str) -> str:
     """:func:`key_text` of all of ``text``'s tokens, case folded."""
-    return key_text([t.casefold() for t in _TOKEN.findall(text)])
+    return key_text([t.casefold() for t in JOINED_TOKEN.findall(text)])
 
 
 @lru_cache(maxsize=1 << 16)

@@ -145,34 +145,24 @@ def features(
     weights; ``specificity`` covers the entity rows the first candidate mentions and
     the seeds; ``entities`` gives the entity rows of a candidate, ``links`` the rows a
     chunk row names by title; ``hop_rank`` / ``hop_share`` the second walk's best
-    passages (:class:`kgrag.search.local.Hop`; none when None)."""
+    passages (:class:`kgrag.search.local_walk.Hop`; none when None)."""
     n = len(rows)
     x = np.zeros((n, len(FEATURES)))
     if not n:
         return x
-    r = np.asarray(rows, dtype=np.int64)
-    top1, top3 = int(r[0]), {int(t) for t in r[:3]}
+    candidates = np.asarray(rows, dtype=np.int64)
+    top1, top3 = int(candidates[0]), {int(t) for t in candidates[:3]}
     from1 = set(links.targets(top1).tolist())
     from3 = set().union(*(links.targets(t).tolist() for t in top3))
     top_mass = float(mass.max()) if len(mass) else 0.0
-
-    def specific_unseeded(row: int) -> set[int]:
-        return {
-            int(e) for e in entities.of(row) if specificity[e] >= SPECIFIC and int(e) not in seeds
-        }
-
-    shared_with = specific_unseeded(top1)
+    shared_with = _specific_unseeded(entities.of(top1), specificity, seeds)
     x[:, 0] = np.log1p(np.arange(n))
-    x[:, 1] = np.log1p(ppr_rank[r])
-    x[:, 2] = np.log1p(dense_rank[r])
-    x[:, 3] = dense[r]
-    x[:, 4] = np.log1p([bm25_rank.get(int(row), BM25_DEPTH) for row in r])
-    x[:, 5] = [names(query_key, title_keys[row]) for row in r.tolist()]
-    namers: dict[int, int] = {}  # row -> candidates the query names that name it
-    for row in r[x[:, 5] > 0].tolist():
-        for target in set(links.targets(row).tolist()) - {row}:
-            namers[target] = namers.get(target, 0) + 1
-    for i, row in enumerate(r.tolist()):
+    x[:, 1] = np.log1p(ppr_rank[candidates])
+    x[:, 2] = np.log1p(dense_rank[candidates])
+    x[:, 3] = dense[candidates]
+    x[:, 4] = np.log1p([bm25_rank.get(int(row), BM25_DEPTH) for row in candidates])
+    _title_features(x, candidates, query_key, title_keys, links)
+    for i, row in enumerate(candidates.tolist()):
         named = [int(e) for e in entities.of(row) if int(e) in seeds]
         x[i, 6] = len(named)
         x[i, 7] = sum(seeds[e] * specificity[e] for e in named)
@@ -181,17 +171,40 @@ def features(
         x[i, 10] = row in bridged
         # shares one of the best candidate's specific unseeded entities
         x[i, 11] = row != top1 and not shared_with.isdisjoint(entities.of(row).tolist())
-    x[:, 12] = mass[r] / top_mass if top_mass > 0 else 0.0
-    x[:, 13] = [namers.get(row, 0) for row in r.tolist()]
-    named_keys = {title_keys[row] for row in r[x[:, 5] > 0].tolist()}
+    x[:, 12] = mass[candidates] / top_mass if top_mass > 0 else 0.0
+    rank, share = hop_rank or {}, hop_share or {}
+    x[:, 15] = np.log1p([rank.get(int(row), HOP_DEPTH) for row in candidates.tolist()])
+    x[:, 16] = [share.get(int(row), 0.0) for row in candidates.tolist()]
+    return x
+
+
+def _specific_unseeded(
+    entities: np.ndarray, specificity: np.ndarray | Mapping[int, float], seeds: Mapping[int, float]
+) -> set[int]:
+    """The specific ``entities`` (in at most 5 passages) that are not seeds."""
+    return {int(e) for e in entities if specificity[e] >= SPECIFIC and int(e) not in seeds}
+
+
+def _title_features(
+    x: np.ndarray,
+    candidates: np.ndarray,
+    query_key: str,
+    title_keys: Sequence[str] | Mapping[int, str],
+    links: _Links,
+) -> None:
+    """Fill the title columns of ``x`` for ``candidates`` (chunk rows): title_in_query,
+    linked_from_named and title_subsumed."""
+    x[:, 5] = [names(query_key, title_keys[row]) for row in candidates.tolist()]
+    namers: dict[int, int] = {}  # row -> candidates the query names that name it
+    for row in candidates[x[:, 5] > 0].tolist():
+        for target in set(links.targets(row).tolist()) - {row}:
+            namers[target] = namers.get(target, 0) + 1
+    x[:, 13] = [namers.get(row, 0) for row in candidates.tolist()]
+    named_keys = {title_keys[row] for row in candidates[x[:, 5] > 0].tolist()}
     x[:, 14] = [
         x[i, 5] > 0 and any(title_keys[row] in k and title_keys[row] != k for k in named_keys)
-        for i, row in enumerate(r.tolist())
+        for i, row in enumerate(candidates.tolist())
     ]
-    rank, share = hop_rank or {}, hop_share or {}
-    x[:, 15] = np.log1p([rank.get(int(row), HOP_DEPTH) for row in r.tolist()])
-    x[:, 16] = [share.get(int(row), 0.0) for row in r.tolist()]
-    return x
 
 
 def long_document(titles: Sequence[str], share: float) -> bool:

@@ -2,29 +2,27 @@
 other capitalised runs as candidates for embedding match.
 
 Local search links the spans of a query to entities. Running spaCy's tagger,
-parser and NER over every query cost ~5 ms, a third of a local search on the
-2Wiki graph; yet most spans a query names are entity names the graph already
-holds. :class:`NameIndex` finds them directly: the longest run of query tokens
-(case folded) that equals an entity's name, scanning left to right, is a
-*known* span, provided it has a capital letter or a digit (so "sky" in a
-question does not link to the concept "sky") and is not a lone stop word.
-A run of capitalised words outside the known spans ("Aschenbrodel", "Hotel
-Ritz"; inner "of", "the", "de" ... allowed) is an *unknown* span: the caller
-links it by embedding. On musique100, hotpotqa100 and the 40 held-out 2Wiki
-questions this linked as well as spaCy (same Recall@2/5, 2Wiki R@5 +1.25).
+parser and NER over every query would cost a large share of a local search; yet
+most spans a query names are entity names the graph already holds.
+:class:`NameIndex` finds them directly: the longest run of query tokens (case
+folded) that equals an entity's name, scanning left to right, is a *known* span,
+provided it has a capital letter or a digit (so "sky" in a question does not link
+to the concept "sky") and is not a lone stop word. A run of capitalised words
+outside the known spans ("Aschenbrodel", "Hotel Ritz"; inner "of", "the", "de" ...
+allowed) is an *unknown* span: the caller links it by embedding. This links as
+well as spaCy did (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from kgrag.text.keys import MAX_NAME_TOKENS, SKIP_TYPES, name_key
+from kgrag.text.tokens import TOKEN
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _MAX_TOKENS = MAX_NAME_TOKENS  # longer names are not looked up
 #: lower-case words allowed inside a capitalised run when a capitalised word follows
 _CONNECTORS = frozenset(
@@ -68,7 +66,7 @@ class NameIndex:
         return len(self._rows)
 
     def spans(self, query: str) -> QuerySpans:
-        tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
+        tokens = [(m.group(), m.start(), m.end()) for m in TOKEN.finditer(query)]
         folded = [t.casefold() for t, _, _ in tokens]
         candidates = [
             " ".join(folded[i : i + n])
@@ -111,7 +109,7 @@ class NameIndex:
 
 
 def _key(name: str) -> tuple[str, ...]:
-    return tuple(t.casefold() for t in _TOKEN.findall(name))
+    return tuple(t.casefold() for t in TOKEN.findall(name))
 
 
 def _capital(token: str, folded: str) -> bool:

@@ -33,8 +33,8 @@ from kgrag.store import Adjacency, GraphReader, PathLimits
 from kgrag.types import Relation
 
 _MAX_HOPS = 3
-#: the search for a far passage stops after settling this many entities (2Wiki: a
-#: passage not reached by then lies beyond hubs that would explain nothing)
+#: the search for a far passage stops after settling this many entities (a passage
+#: not reached by then lies beyond hubs that would explain nothing)
 _MAX_REACHED = 5_000
 _MAX_OFFERS = 5_000  # edges that search follows
 #: an entity with more relations than this is a hub: paths end there, not go through
@@ -176,8 +176,7 @@ class PathFinder:
         3). Only when some are further still does the search go on, by rounds of equal
         length, until each of them is reached. A general term costs
         :data:`_GENERIC_TOLL` more to reach (:meth:`toll`)."""
-        r = self.reader
-        found = r.rows("entities", list(seeds))
+        found = self.reader.rows("entities", list(seeds))
         rows = list(dict.fromkeys(int(x) for x in found.tolist() if x >= 0))
         if not rows:
             return {}, {}
@@ -186,7 +185,7 @@ class PathFinder:
             ends = [(via or {}).get(c, c) for c in passages]
             mentioned = self._mentioned(list(dict.fromkeys(ends)))
             groups = [set(mentioned[c].tolist()) for c in ends]
-            wanted = r.rows("entities", list(entities))
+            wanted = self.reader.rows("entities", list(entities))
             groups += [{int(x)} for x in wanted.tolist() if x >= 0]
             near, via_seed = self._one_edge(rows)
             dist, pred = dict(near), dict(via_seed)

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.store.arrays import FileRows, map_array
+from kgrag.text.tokens import WORD as _WORD
 
 K1, B = 1.2, 0.75  # FTS5's constants
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
 
 
 def query_words(query: str, stop: frozenset[str]) -> list[str]:

@@ -1,10 +1,14 @@
-"""Conventions shared by every store and the searches above it: how names and
-titles are keyed, which entity types never link, the stored walk's edge weights."""
+"""Conventions shared by ingest, every store and the searches above it: how names
+and titles are keyed (tokens from :mod:`kgrag.text.tokens`), the predicate of
+co-occurrence relations, which entity types never link, the stored walk's edge
+weights."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from kgrag.text.tokens import JOINED_TOKEN, TOKEN
 
 COOC = "co-occurs with"  # the predicate of sentence co-occurrence relations
 #: edge weights of the walk a store keeps ready, by edge class (local search's defaults)
@@ -13,20 +17,19 @@ MAX_NAME_TOKENS = 10  # longer names are not looked up
 #: entity types that name amounts, not things: never linked from a query
 SKIP_TYPES = frozenset({"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
 
-_TOKEN = re.compile(r"\w+(?:[-'.]\w+)*|[^\w\s]")
-_PAREN = re.compile(r"\s*\([^)]*\)\s*$")
-_NAME_TOKEN = re.compile(r"\w+|[^\w\s]")
+#: a trailing parenthetical that tells namesakes apart: "Richard Sale (director)"
+DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
 _MAX_TITLE_TOKENS = 8
 
 
 def title_key(title: str) -> tuple[str, ...]:
     """The token key a title is matched by: no trailing parenthetical, case folded."""
-    return tuple(t.casefold() for t in _TOKEN.findall(_PAREN.sub("", title)))
+    return tuple(t.casefold() for t in JOINED_TOKEN.findall(DISAMBIGUATOR.sub("", title)))
 
 
 def name_key(name: str) -> str:
     """An entity name as name lookups key it: case-folded tokens, space-joined."""
-    return " ".join(t.casefold() for t in _NAME_TOKEN.findall(name))
+    return " ".join(t.casefold() for t in TOKEN.findall(name))
 
 
 def title_link_pairs(titles: Sequence[str], texts: Sequence[str]) -> list[tuple[int, int]]:
@@ -43,7 +46,7 @@ def title_link_pairs(titles: Sequence[str], texts: Sequence[str]) -> list[tuple[
     pairs: list[tuple[int, int]] = []
     for row, text in enumerate(texts):
         own = set(rows_of.get(title_key(titles[row]), ()))
-        tokens = [t.casefold() for t in _TOKEN.findall(text)]
+        tokens = [t.casefold() for t in JOINED_TOKEN.findall(text)]
         named: set[int] = set()
         for i, tok in enumerate(tokens):
             for n in lengths.get(tok, ()):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ingest.chunk import chunk_documents
-from ingest.extract import COOC, TITLE_LABEL, extract
+from ingest.extract import TITLE_LABEL, extract
 from ingest.load import load_paths
+from kgrag.text.keys import COOC
 from kgrag.text.nlp import load_spacy
 from tests.conftest import SCIENCE
 

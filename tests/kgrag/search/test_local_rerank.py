@@ -3,8 +3,6 @@ LocalSearch on the science graph."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -181,7 +179,7 @@ def test_rerank_depth_zero_keeps_local_order(local):
     found, _, _ = local.candidates(QUERY, 5)
     before = local.settings
     try:
-        local.configure(replace(before, rerank_depth=0))
+        local.configure(before.model_copy(update={"rerank_depth": 0}))
         # the first 5 (the second walk's passages join after them)
         assert local.search(QUERY, 5).passages == found.passages[:5]
     finally:
@@ -208,9 +206,9 @@ def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
     each remembered as bridged from it and weighed by the feature that says so (the
     second walk, which brings passages of its own, off)."""
     original = local.settings
-    before = replace(original, hop=False)
+    before = original.model_copy(update={"hop": False})
     try:
-        local.configure(replace(before, bridge_from=0))
+        local.configure(before.model_copy(update={"bridge_from": 0}))
         found, rows, x = local.candidates(QUERY, 1)
         ids = [c for c, _ in found.passages]
         titles = _titles(local, ids)
@@ -219,9 +217,9 @@ def test_what_a_passage_the_query_names_names_becomes_a_candidate(local):
         assert len(ids) - 1 <= before.bridge_extra
         named = x[:, FEATURES.index("linked_from_named")]
         assert named[0] == 0 and (named[1:] == 1).all()
-        local.configure(replace(before, bridge_from=0, bridge_named=0))
+        local.configure(before.model_copy(update={"bridge_from": 0, "bridge_named": 0}))
         assert len(local.candidates(QUERY, 1)[0].passages) == 1
-        local.configure(replace(before, bridge_from=0, bridge_extra=1))
+        local.configure(before.model_copy(update={"bridge_from": 0, "bridge_extra": 1}))
         assert len(local.candidates(QUERY, 1)[0].passages) == 2
     finally:
         local.configure(original)
@@ -236,11 +234,11 @@ def test_the_second_walk_brings_the_next_hops_passage(local):
     before = local.settings
     rank, share = FEATURES.index("hop_rank"), FEATURES.index("hop_share")
     try:
-        local.configure(replace(before, hop=False))
+        local.configure(before.model_copy(update={"hop": False}))
         _, base, off = local.candidates(QUERY, 5)
         assert "Vistula" not in _titles(local, local.reader.ids("chunks", base))
         assert (off[:, rank] == np.log1p(HOP_DEPTH)).all() and (off[:, share] == 0).all()
-        local.configure(replace(before, hop=True, hop_extra=3))
+        local.configure(before.model_copy(update={"hop": True, "hop_extra": 3}))
         found, rows, x = local.candidates(QUERY, 5)
         assert rows[: len(base)] == base and 0 < len(rows) - len(base) <= 3
         titles = _titles(local, [c for c, _ in found.passages])
@@ -249,17 +247,17 @@ def test_the_second_walk_brings_the_next_hops_passage(local):
         assert (np.diff(extra) > 0).all() and (extra < np.log1p(HOP_DEPTH)).all()
         assert (x[:, share] <= 1).all() and x[:, share].max() == 1.0
         # the named passage alone starts it too; with neither start there is no walk
-        local.configure(replace(before, hop_from=0, hop_extra=3))
+        local.configure(before.model_copy(update={"hop_from": 0, "hop_extra": 3}))
         assert local.candidates(QUERY, 5)[1] == rows
-        local.configure(replace(before, hop_from=0, hop_named=0))
+        local.configure(before.model_copy(update={"hop_from": 0, "hop_named": 0}))
         _, none_rows, none_x = local.candidates(QUERY, 5)
         assert none_rows == base and (none_x[:, rank] == np.log1p(HOP_DEPTH)).all()
         # candidates from long documents take no second walk
-        local.configure(replace(before, hop_extra=3, long_share=0.0))
+        local.configure(before.model_copy(update={"hop_extra": 3, "long_share": 0.0}))
         _, long_rows, long_x = local.candidates(QUERY, 5)
         assert long_rows == base and (long_x[:, rank] == np.log1p(HOP_DEPTH)).all()
         # no passage joins at hop_extra 0; the features stay
-        local.configure(replace(before, hop_extra=0))
+        local.configure(before.model_copy(update={"hop_extra": 0}))
         _, kept, kx = local.candidates(QUERY, 5)
         assert kept == base and np.array_equal(kx[:, rank], x[: len(base), rank])
     finally:
@@ -271,7 +269,7 @@ def test_the_second_walk_starts_from_specific_entities_that_are_not_seeds(local)
     minus the seeds; at a threshold above every entity's specificity it does not run."""
     before = local.settings
     try:
-        local.configure(replace(before, hop_specific=1.01))
+        local.configure(before.model_copy(update={"hop_specific": 1.01}))
         _, _, x = local.candidates(QUERY, 5)
         assert (x[:, FEATURES.index("hop_rank")] == np.log1p(HOP_DEPTH)).all()
     finally:
@@ -335,11 +333,11 @@ def test_a_query_whose_candidates_share_titles_is_reranked_by_the_long_model(loc
     assert not long_document(titles, search.settings.long_share)  # titled passages
     assert [c for c, _ in search.search(QUERY, 5).passages] == titled[:5]
     before = search.settings
-    search.configure(replace(before, long_share=0.0))
+    search.configure(before.model_copy(update={"long_share": 0.0}))
     result = search.search(QUERY, 5)
     assert [c for c, _ in result.passages] == [ids[i] for i in long_order[:5]]
     assert [s for _, s in result.passages] == [float(follow.scores(x)[i]) for i in long_order[:5]]
-    search.configure(replace(before, long_share=1.5))
+    search.configure(before.model_copy(update={"long_share": 1.5}))
     assert [c for c, _ in search.search(QUERY, 5).passages] == titled[:5]
 
 
