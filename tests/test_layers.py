@@ -32,8 +32,13 @@ LAYERS: dict[str, int] = {
     "kgrag.cli": 7,
     "kgrag.__main__": 8,
 }
-#: the root package re-exports the facade, and is part of it
-FACADE = {"kgrag": "kgrag.engine"}
+#: the root package re-exports the facade and is part of it; old import paths kept
+#: for users are part of what they point at
+ALIASES = {
+    "kgrag": "kgrag.engine",
+    "kgrag.graph": "kgrag.search",
+    "kgrag.evaluation": "kgrag.bench",
+}
 #: the bottom layer's units may import one another (the graph must still be acyclic)
 SHARED_LAYER = 0
 #: above the engine, only these units below may be imported: the facade and what it
@@ -44,8 +49,8 @@ FACADE_REACH = ("kgrag.engine", "kgrag.rcp", "kgrag.server", "kgrag.adapters", "
 
 def unit_of(module: str) -> str:
     """The longest unit in :data:`LAYERS` that ``module`` is, or is under."""
-    if module in FACADE:
-        return FACADE[module]
+    if module in ALIASES:
+        return ALIASES[module]
     parts = module.split(".")
     for n in range(len(parts), 0, -1):
         name = ".".join(parts[:n])
