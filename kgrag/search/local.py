@@ -36,8 +36,7 @@ model's probability that it is evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +60,7 @@ from kgrag.search.names import NameIndex
 from kgrag.search.pagerank import personalized_pagerank, pushed_pagerank, transition, walk_matrix
 from kgrag.store import GraphReader
 from kgrag.text.keys import COOC, WALK_WEIGHTS
+from kgrag.threads import read_beside as soon
 from kgrag.whole_graph import build_graph
 
 _RRF_K = 60
@@ -547,28 +547,6 @@ class LocalSearch:
         if s.push_eps > 0:
             return pushed_pagerank(self._walk, reset, s.damping, s.push_eps)
         return personalized_pagerank(self._walk, reset, s.damping, s.ppr_tol)
-
-
-_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-read")
-
-
-class _Later:
-    """A read done when its result is asked for (a reader in this process)."""
-
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.fn, self.args = fn, args
-
-    def result(self) -> Any:
-        return self.fn(*self.args)
-
-
-def soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` started now, beside the search's other reads, where the reader
-    reads from a server (:attr:`GraphReader.concurrent_reads`: the server works on
-    both at once and the round trips overlap); otherwise done when asked for."""
-    if reader.concurrent_reads:
-        return _READS.submit(fn, *args)
-    return _Later(fn, args)
 
 
 def _weighted(g: ig.Graph, s: LocalSettings) -> ig.Graph:
