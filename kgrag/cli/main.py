@@ -105,11 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from ingest import ingest_paths
     from kgrag.config import load_config
+    from kgrag.engine import ingest
 
     config = load_config(args.config)
-    report = ingest_paths(args.paths, args.graph, config, progress=not args.quiet)
+    report = ingest(args.paths, args.graph, config, progress=not args.quiet)
     for err in report.errors:
         print(f"kgrag: error: {err.path}: {err.reason}", file=sys.stderr)
     print(report.summary())
@@ -166,12 +166,10 @@ def _render(rank: int, hit: dict[str, Any], leaves: dict[str, Any]) -> str:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from kgrag.engine.export import export_graph
-    from kgrag.store import open_store
+    from kgrag.engine import export_file
 
     out = Path(args.out) if args.out else Path(args.graph) / f"graph.{args.format}"
-    with open_store(args.graph).reader() as reader:
-        counts = export_graph(reader, args.format, out)
+    counts = export_file(args.graph, args.format, out)
     print(f"wrote {out}: {counts['nodes']:,} nodes, {counts['edges']:,} edges")
     return EXIT_OK
 
@@ -184,13 +182,11 @@ def _eval(args: argparse.Namespace) -> int:
         load_questions,
         plot_recall,
     )
+    from kgrag.engine import current_version, ingest
     from kgrag.engine import open as open_engine
-    from kgrag.store import open_store
 
-    if args.corpus and open_store(args.graph).current() is None:
-        from ingest import ingest_paths
-
-        print(ingest_paths([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
+    if args.corpus and current_version(args.graph) is None:
+        print(ingest([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
     from kgrag.threads import serve_queries
 
     serve_queries()
@@ -227,20 +223,13 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from kgrag.store import open_store
+    from kgrag.engine import info
 
-    store = open_store(args.graph)
-    manifest = store.manifest()
-    if not manifest:
+    described = info(args.graph)
+    if described is None:
         print(f"kgrag: error: {args.graph}: no graph here", file=sys.stderr)
         return EXIT_ERROR
-    current = manifest["indexVersion"]
-    meta = manifest["versions"][current]
-    print(
-        json.dumps(
-            {"indexVersion": current, "versions": sorted(manifest["versions"])} | meta, indent=2
-        )
-    )
+    print(json.dumps(described, indent=2))
     return EXIT_OK
 
 

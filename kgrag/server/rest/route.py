@@ -10,8 +10,8 @@ from typing import Any
 
 import rcp
 
+from kgrag.engine import explore
 from kgrag.errors import KgragError
-from kgrag.search.agentic import explore
 from kgrag.server.rest.models import QueryBody, QueryBodyV2
 
 CHUNK_TYPES = ("text", "image", "table", "page")
