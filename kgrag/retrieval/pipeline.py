@@ -68,7 +68,7 @@ class Retriever:
         #: builds every hit of this version that a source row backs
         self.hits = HitBuilder(config)
         #: the graph searches of this version (local, paths, global, tree), built on first use
-        self.searches = GraphSearches(reader, encoder)
+        self.searches = GraphSearches(reader, encoder, config)
         #: hits drawn from those searches: units path, subgraph and RAPTOR tree routes here,
         #: the graph method's ops in :mod:`kgrag.engine.graph`
         self.graph_hits = GraphHits(reader, encoder, self.sources, self.hits, self.searches)

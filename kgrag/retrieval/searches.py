@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kgrag.config import RetrievalConfig
 from kgrag.encoders import Encoder
 from kgrag.store import GraphReader
 from kgrag.threads import Pending, read_beside
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 class GraphSearches:
     """Each search of one version, built when first asked for (one at a time)."""
 
-    def __init__(self, reader: GraphReader, encoder: Encoder) -> None:
-        self.reader, self.encoder = reader, encoder
+    def __init__(self, reader: GraphReader, encoder: Encoder, config: RetrievalConfig) -> None:
+        self.reader, self.encoder, self.config = reader, encoder, config
         self._lock = threading.Lock()
         self._built: dict[str, Any] = {}
 
