@@ -24,11 +24,33 @@ def _parser() -> argparse.ArgumentParser:
         prog="kgrag", description="GraphRAG knowledge-graph retrieval, no LLM."
     )
     sub = p.add_subparsers(dest="command", required=True)
+    _add_ingest(sub)
+    _add_query(sub)
+    _add_export(sub)
+    _add_eval(sub)
+    dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
+    dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
+    dl.add_argument("--graph", required=True)
+    from kgrag.cli.serve import add_parser as add_serve
+
+    add_serve(sub)
+    from kgrag.cli.bench import add_parser as add_bench
+
+    add_bench(sub)
+    info = sub.add_parser("info", help="versions and counts of a graph")
+    info.add_argument("--graph", required=True)
+    return p
+
+
+def _add_ingest(sub: Any) -> None:
     ing = sub.add_parser("ingest", help="build or extend a graph from files and folders")
     ing.add_argument("paths", nargs="+", help=".txt, .md, .json, .jsonl files or folders")
     ing.add_argument("--graph", required=True, help="graph folder, e.g. graphs/demo")
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_query(sub: Any) -> None:
     q = sub.add_parser("query", help="top hits for one or more questions")
     q.add_argument("text", nargs="+", help="the question(s)")
     q.add_argument("--graph", required=True)
@@ -49,10 +71,16 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--hops", type=int, default=1, help="neighbors: hops around the seeds")
     q.add_argument("--depth", type=int, default=1, help="drift: follow-up rounds")
     q.add_argument("--json", action="store_true", help="print hits as JSON lines")
+
+
+def _add_export(sub: Any) -> None:
     ex = sub.add_parser("export", help="write the graph as GraphML or JSON")
     ex.add_argument("--graph", required=True)
     ex.add_argument("--format", required=True, choices=["graphml", "json"])
     ex.add_argument("--out", help="output file (default graph folder/graph.<format>)")
+
+
+def _add_eval(sub: Any) -> None:
     ev = sub.add_parser("eval", help="passage recall on a multi-hop QA set (HippoRAG 2 scoring)")
     ev.add_argument("--graph", required=True, help="graph built from the set's corpus")
     ev.add_argument("--questions", required=True, help="MuSiQue, HotpotQA or 2Wiki questions file")
@@ -79,18 +107,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT.png",
         help="also draw Recall@k per mode (.png, .svg or .pdf; needs the bench extra)",
     )
-    dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
-    dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
-    dl.add_argument("--graph", required=True)
-    from kgrag.cli.serve import add_parser as add_serve
-
-    add_serve(sub)
-    from kgrag.cli.bench import add_parser as add_bench
-
-    add_bench(sub)
-    info = sub.add_parser("info", help="versions and counts of a graph")
-    info.add_argument("--graph", required=True)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
