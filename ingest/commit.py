@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.retrieval.filters import infer_fields
-from kgrag.retrieval.units import chunk_meta
+from kgrag.rcp.fields import chunk_meta, infer_fields
 from kgrag.store import GraphStore, GraphWriter
 from kgrag.types import Chunk, Document
 

@@ -84,7 +84,7 @@ def build_tree(
     if len(chunk_ids) == 0:
         return []
     settings = _Settings(reduced_dim, threshold, max_cluster, seed)
-    vectorizer = _fit_tfidf(chunk_texts)
+    vectorizer = fit_tfidf(chunk_texts)
     current = _Level(
         ids=list(chunk_ids),
         vectors=np.asarray(embeddings, dtype=np.float64),
@@ -225,7 +225,7 @@ def _make_level(
     summary_sentences: int,
 ) -> tuple[list[TreeNode], _Level]:
     """Tree nodes for ``clusters`` of ``below`` and the level they form."""
-    summaries = _summaries(clusters, below.texts, vectorizer, summary_sentences)
+    summaries = extractive_summaries(clusters, below.texts, vectorizer, summary_sentences)
     nodes: list[TreeNode] = []
     vectors = np.zeros((len(clusters), below.vectors.shape[1]))
     leaves: list[tuple[str, ...]] = []
@@ -249,7 +249,7 @@ def _make_level(
     return nodes, nxt
 
 
-def _fit_tfidf(texts: Sequence[str]) -> TfidfVectorizer | None:
+def fit_tfidf(texts: Sequence[str]) -> TfidfVectorizer | None:
     """One TF-IDF model over all chunk texts; None when they have no content words."""
     vectorizer = TfidfVectorizer(stop_words="english")
     try:
@@ -264,7 +264,7 @@ def _split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
-def _summaries(
+def extractive_summaries(
     clusters: Sequence[np.ndarray],
     texts: Sequence[str],
     vectorizer: TfidfVectorizer | None,

@@ -1,4 +1,4 @@
-"""Thread pools for query serving.
+"""Thread pools for query serving: numpy's BLAS pool, and the reads a search overlaps.
 
 A query runs the encoder on torch's thread pool and then a few matrix-vector
 products on numpy's BLAS pool. With both pools sized to the machine, BLAS
@@ -6,14 +6,17 @@ worker threads still spin after their short products while torch's threads
 want the same cores, and the next encoding slows down. Query-serving commands
 (``serve``, ``query``, ``eval``, the query sections of ``bench``) therefore run
 numpy's BLAS on one thread; ingest keeps the default (its matrix products are
-large). On the 2Wiki graph on 2 cores this took bare query encoding + dot from
-21.7 to 9.9 ms at p50, hybrid retrieve from 24.6 to 15.2 ms and local search
-from 53.7 to 43.4 ms (one interleaved run each, ``kgrag bench`` query modes).
+large). docs/benchmarks.md has the latencies it saves.
+
+A search on a server-backed store starts some reads before it needs them
+(:func:`read_beside`), so their round trips overlap the rest of its work.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
 _limits: Any = None
 
@@ -24,3 +27,41 @@ def serve_queries(blas_threads: int = 1) -> None:
     from threadpoolctl import threadpool_limits
 
     _limits = threadpool_limits(limits=blas_threads, user_api="blas")
+
+
+# -- reads that overlap ---------------------------------------------------------------
+
+#: the threads that run a search's reads beside one another (server-backed stores)
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-read")
+
+
+class Pending(Protocol):
+    """A read started by :func:`read_beside`; ``result()`` waits for it."""
+
+    def result(self) -> Any: ...
+
+
+class ConcurrentReads(Protocol):
+    """A reader that says whether its reads may overlap (a store on a server does)."""
+
+    @property
+    def concurrent_reads(self) -> bool: ...
+
+
+class DeferredRead:
+    """A read done when its result is asked for (a reader in this process)."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn, self.args = fn, args
+
+    def result(self) -> Any:
+        return self.fn(*self.args)
+
+
+def read_beside(reader: ConcurrentReads, fn: Callable[..., Any], *args: Any) -> Pending:
+    """``fn(*args)`` started now, beside the search's other reads, where the reader
+    reads from a server (``reader.concurrent_reads``: the server works on both at once
+    and the round trips overlap); otherwise done when asked for."""
+    if reader.concurrent_reads:
+        return _READS.submit(fn, *args)
+    return DeferredRead(fn, args)

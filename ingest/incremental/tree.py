@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ingest.raptor import _fit_tfidf, _summaries
+from ingest.raptor import extractive_summaries, fit_tfidf
 from kgrag.ids import content_id
 from kgrag.types import TreeNode
 
@@ -40,7 +40,7 @@ def repair_tree(
     children = [[c for c in t.children if c not in removed] for t in first]
     for chunk_id, row in zip(added, _nearest(first, children, added, chunk_vector), strict=True):
         children[row].append(chunk_id)
-    vectorizer = _fit_tfidf([chunk_texts[c] for c in sorted(chunk_texts)])
+    vectorizer = fit_tfidf([chunk_texts[c] for c in sorted(chunk_texts)])
     renamed: dict[str, str | None] = {}
     text_of = dict(chunk_texts)
     out: list[TreeNode] = []
@@ -100,7 +100,7 @@ def _rebuilt(
     """``node`` with new children: new id, leaves and extractive summary."""
     ordered = sorted(kids)
     texts = [text_of[c] for c in ordered]
-    summary = _summaries([np.arange(len(ordered))], texts, vectorizer, k)[0]  # type: ignore[arg-type]
+    summary = extractive_summaries([np.arange(len(ordered))], texts, vectorizer, k)[0]  # type: ignore[arg-type]
     if node.level == 1:
         leaves = tuple(ordered)
     else:

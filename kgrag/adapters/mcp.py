@@ -20,16 +20,18 @@ import io
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-from kgrag.engine.graph import LOCAL_UNITS, MAX_DEPTH, MAX_HOPS
-
-from ..engine import Engine
+from ..engine import (
+    LOCAL_UNITS,
+    MAX_DEPTH,
+    MAX_HOPS,
+    RETRIEVE_MODES,
+    TRANSFORM_METHODS,
+    UNITS,
+    Engine,
+)
 from ..errors import KgragError, NotFound
-from ..retrieval.pipeline import MODES
-from ..retrieval.transform import METHODS
-from ..retrieval.units import UNITS
-from ..server.graphs import Graphs
 from .render import render
 
 try:
@@ -70,7 +72,11 @@ def _obj(**properties: Any) -> dict[str, Any]:
 RETRIEVE_ARGS: dict[str, Any] = {
     "query": _QUERY,
     "k": _K,
-    "mode": {"type": "string", "enum": list(MODES), "description": "recall (default hybrid)"},
+    "mode": {
+        "type": "string",
+        "enum": list(RETRIEVE_MODES),
+        "description": "recall (default hybrid)",
+    },
     "unit": {
         "type": "string",
         "enum": list(UNITS),
@@ -87,7 +93,11 @@ RETRIEVE_ARGS: dict[str, Any] = {
         topN={"type": "integer", "minimum": 1, "description": "candidates reranked"},
     )
     | {"required": ["method"], "additionalProperties": False},
-    "rewrite": {"type": "string", "enum": list(METHODS), "description": "transform the query"},
+    "rewrite": {
+        "type": "string",
+        "enum": list(TRANSFORM_METHODS),
+        "description": "transform the query",
+    },
     "minScore": {"type": "number", "description": "drop hits scoring below this"},
     "tokenBudget": {"type": "integer", "minimum": 1, "description": "pack hits up to this"},
     "sessionId": _SESSION,
@@ -141,6 +151,18 @@ ADD_ARGS: dict[str, Any] = {
 DELETE_ARGS: dict[str, Any] = {
     "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
 }
+
+
+class Graphs(Protocol):
+    """The graphs the tools reach by name (:class:`kgrag.server.Graphs` is one)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    @property
+    def default(self) -> str: ...
+
+    def get(self, name: str | None = None) -> Engine: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,11 +76,10 @@ def measure_ingest(corpus: Path, graph: Path, config: Any, *, progress: bool) ->
     The bare side encodes every passage as ``title\\ntext`` with the same model on
     sentence-transformers (torch) after a warm-up, which is what a plain dense index
     costs; the ingest runs the configured runtime."""
-    from ingest import ingest_paths
-    from ingest.load import load_paths
     from kgrag.encoders import load_encoder
+    from kgrag.engine import ingest, load_documents
 
-    loaded = load_paths([corpus])
+    loaded = load_documents([corpus])
     if loaded.errors:
         raise loaded.errors[0]
     if not loaded.documents:
@@ -94,7 +93,7 @@ def measure_ingest(corpus: Path, graph: Path, config: Any, *, progress: bool) ->
     bare = time.perf_counter() - started
 
     started = time.perf_counter()
-    report = ingest_paths([corpus], graph, config, progress=progress)
+    report = ingest([corpus], graph, config, progress=progress)
     total = time.perf_counter() - started
     if report.errors:
         raise report.errors[0]

@@ -1,7 +1,7 @@
-"""``python -m kgrag.cli`` runs the command line (as ``python -m kgrag`` does)."""
+"""``python -m kgrag.cli`` runs the command line, as ``python -m kgrag`` does."""
 
 import sys
 
-from .main import main
+from kgrag.cli.main import main
 
 sys.exit(main())

@@ -71,7 +71,7 @@ def _levels(text: str) -> list[int]:
 
 def _check(args: argparse.Namespace, sections: list[str]) -> None:
     """Every usage problem before any model loads."""
-    from kgrag.store import open_store
+    from kgrag.engine import current_version
 
     if args.repeat < 1 or args.k < 1:
         raise InvalidParams("--repeat and -k must be at least 1", field="repeat")
@@ -93,7 +93,7 @@ def _check(args: argparse.Namespace, sections: list[str]) -> None:
             "(a corpus to build one from)",
             field="graph",
         )
-    elif open_store(args.graph).current() is None:
+    elif current_version(args.graph) is None:
         raise StoreError(
             f"--graph {args.graph}: no graph here (build one with `kgrag ingest`, or pass "
             "--corpus to build it within the bench)"

@@ -24,11 +24,33 @@ def _parser() -> argparse.ArgumentParser:
         prog="kgrag", description="GraphRAG knowledge-graph retrieval, no LLM."
     )
     sub = p.add_subparsers(dest="command", required=True)
+    _add_ingest(sub)
+    _add_query(sub)
+    _add_export(sub)
+    _add_eval(sub)
+    dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
+    dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
+    dl.add_argument("--graph", required=True)
+    from kgrag.cli.serve import add_parser as add_serve
+
+    add_serve(sub)
+    from kgrag.cli.bench import add_parser as add_bench
+
+    add_bench(sub)
+    info = sub.add_parser("info", help="versions and counts of a graph")
+    info.add_argument("--graph", required=True)
+    return p
+
+
+def _add_ingest(sub: Any) -> None:
     ing = sub.add_parser("ingest", help="build or extend a graph from files and folders")
     ing.add_argument("paths", nargs="+", help=".txt, .md, .json, .jsonl files or folders")
     ing.add_argument("--graph", required=True, help="graph folder, e.g. graphs/demo")
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_query(sub: Any) -> None:
     q = sub.add_parser("query", help="top hits for one or more questions")
     q.add_argument("text", nargs="+", help="the question(s)")
     q.add_argument("--graph", required=True)
@@ -49,10 +71,16 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--hops", type=int, default=1, help="neighbors: hops around the seeds")
     q.add_argument("--depth", type=int, default=1, help="drift: follow-up rounds")
     q.add_argument("--json", action="store_true", help="print hits as JSON lines")
+
+
+def _add_export(sub: Any) -> None:
     ex = sub.add_parser("export", help="write the graph as GraphML or JSON")
     ex.add_argument("--graph", required=True)
     ex.add_argument("--format", required=True, choices=["graphml", "json"])
     ex.add_argument("--out", help="output file (default graph folder/graph.<format>)")
+
+
+def _add_eval(sub: Any) -> None:
     ev = sub.add_parser("eval", help="passage recall on a multi-hop QA set (HippoRAG 2 scoring)")
     ev.add_argument("--graph", required=True, help="graph built from the set's corpus")
     ev.add_argument("--questions", required=True, help="MuSiQue, HotpotQA or 2Wiki questions file")
@@ -79,18 +107,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT.png",
         help="also draw Recall@k per mode (.png, .svg or .pdf; needs the bench extra)",
     )
-    dl = sub.add_parser("delete", help="remove documents from a graph (publishes a new version)")
-    dl.add_argument("ids", nargs="+", help="document ids (d:... or as given at ingest)")
-    dl.add_argument("--graph", required=True)
-    from kgrag.cli.serve import add_parser as add_serve
-
-    add_serve(sub)
-    from kgrag.cli.bench import add_parser as add_bench
-
-    add_bench(sub)
-    info = sub.add_parser("info", help="versions and counts of a graph")
-    info.add_argument("--graph", required=True)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,11 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from ingest import ingest_paths
     from kgrag.config import load_config
+    from kgrag.engine import ingest
 
     config = load_config(args.config)
-    report = ingest_paths(args.paths, args.graph, config, progress=not args.quiet)
+    report = ingest(args.paths, args.graph, config, progress=not args.quiet)
     for err in report.errors:
         print(f"kgrag: error: {err.path}: {err.reason}", file=sys.stderr)
     print(report.summary())
@@ -166,12 +182,10 @@ def _render(rank: int, hit: dict[str, Any], leaves: dict[str, Any]) -> str:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from kgrag.engine.export import export_graph
-    from kgrag.store import open_store
+    from kgrag.engine import export_file
 
     out = Path(args.out) if args.out else Path(args.graph) / f"graph.{args.format}"
-    with open_store(args.graph).reader() as reader:
-        counts = export_graph(reader, args.format, out)
+    counts = export_file(args.graph, args.format, out)
     print(f"wrote {out}: {counts['nodes']:,} nodes, {counts['edges']:,} edges")
     return EXIT_OK
 
@@ -184,13 +198,11 @@ def _eval(args: argparse.Namespace) -> int:
         load_questions,
         plot_recall,
     )
+    from kgrag.engine import current_version, ingest
     from kgrag.engine import open as open_engine
-    from kgrag.store import open_store
 
-    if args.corpus and open_store(args.graph).current() is None:
-        from ingest import ingest_paths
-
-        print(ingest_paths([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
+    if args.corpus and current_version(args.graph) is None:
+        print(ingest([args.corpus], args.graph, progress=True).summary(), file=sys.stderr)
     from kgrag.threads import serve_queries
 
     serve_queries()
@@ -227,20 +239,13 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from kgrag.store import open_store
+    from kgrag.engine import info
 
-    store = open_store(args.graph)
-    manifest = store.manifest()
-    if not manifest:
+    described = info(args.graph)
+    if described is None:
         print(f"kgrag: error: {args.graph}: no graph here", file=sys.stderr)
         return EXIT_ERROR
-    current = manifest["indexVersion"]
-    meta = manifest["versions"][current]
-    print(
-        json.dumps(
-            {"indexVersion": current, "versions": sorted(manifest["versions"])} | meta, indent=2
-        )
-    )
+    print(json.dumps(described, indent=2))
     return EXIT_OK
 
 

@@ -7,7 +7,7 @@ import json
 import textwrap
 from typing import Any
 
-from kgrag.engine.graph import render_path
+from kgrag.engine import render_path
 
 
 def run_op(engine: Any, args: argparse.Namespace, text: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kgrag.config import Config, RetrievalConfig
 from kgrag.encoders import Encoder, load_encoder
-from kgrag.engine.graph import OPS
+from kgrag.engine.graph import OPS, GraphOps
 from kgrag.errors import InvalidParams
 from kgrag.rcp.sessions import Sessions
 from kgrag.retrieval.pipeline import Progress, Retriever
@@ -137,7 +137,7 @@ class Engine:
     def graph(self, params: dict[str, Any]) -> dict[str, Any]:
         """Run the RCP ``graph`` method (ops local, global, drift, communities, neighbors);
         see :mod:`kgrag.engine.graph`."""
-        return self._pinned(params).graph_ops.run(params)
+        return GraphOps(self._pinned(params)).run(params)
 
     def chunks(self) -> list[dict[str, Any]]:
         """Every chunk of the latest version, hit-shaped (``id``, ``text``, ``meta``,

@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt
 
 from kgrag.errors import InvalidParams, NotFound, PayloadTooLarge, Unsupported
-from kgrag.rcp.params import validate
+from kgrag.rcp.params import (
+    EmbedParams,
+    MemoryBuildParams,
+    MemoryRecallParams,
+    RerankParams,
+    TransformParams,
+    validate,
+)
+from kgrag.retrieval.hits import HitOptions
 from kgrag.retrieval.stages import finite
 from kgrag.text.tokens import count_tokens
 
 if TYPE_CHECKING:
     from kgrag.retrieval.pipeline import Retriever
+    from kgrag.search.local import LocalResult
 
 #: most inputs one ``embed`` call takes (the capability's ``batchLimit``)
 EMBED_BATCH_LIMIT = 256
@@ -38,52 +46,12 @@ TRANSFORM_MAX_N = 10
 MEMORY_SCOPES = ("global",)
 _JSON_DIGITS = 7
 
-_rerank_lock = threading.Lock()
 _cache_lock = threading.Lock()
 _tokens: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 #: a batch above a limit this engine states in its capabilities; ``data.field`` names it
 TooLarge = PayloadTooLarge
-
-
-# -- params ----------------------------------------------------------------------------
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class EmbedParams(_Wire):
-    inputs: list[Any] = Field(validation_alias=AliasChoices("inputs", "texts"))
-    kind: Literal["query", "document"] | None = None  # MiniLM is symmetric: no effect
-    encoding: str = "json"
-
-
-class RerankParams(_Wire):
-    query: Any
-    passages: list[Any] = Field(validation_alias=AliasChoices("passages", "documents"))
-    method: str | None = None
-    topN: StrictInt | None = Field(None, ge=1)
-
-
-class TransformParams(_Wire):
-    query: Any
-    method: str
-    n: StrictInt = Field(3, ge=1)
-
-
-class MemoryBuildParams(_Wire):
-    documents: list[Any] | None = None
-    memoryId: str | None = None
-    scope: str = "global"
-
-
-class MemoryRecallParams(_Wire):
-    query: Any
-    memoryId: str | None = None
-    sessionId: str | None = None
-    n: StrictInt = Field(5, ge=1)
 
 
 def _object(params: Any) -> dict[str, Any]:
@@ -193,7 +161,7 @@ def rerank(retriever: Retriever, params: Any) -> dict[str, Any]:
             f"{len(p.passages)} {key} exceed maxCandidates {limit}", field=key, limit=limit
         )
     passages = [_text(value, f"{key}.{i}") for i, value in enumerate(p.passages)]
-    values = [finite(float(v)) for v in _reranker(retriever, method).score(query, passages)]
+    values = [finite(float(v)) for v in retriever.reranker(method).score(query, passages)]
     order = sorted(range(len(values)), key=lambda i: (-values[i], i))[: p.topN]
     scores = [round(v, 6) for v in values]
     return {
@@ -215,20 +183,6 @@ def _rerank_method(retriever: Retriever, asked: str | None) -> str:
             f"rerank method {asked!r} is not offered (offered: {listed})", option="method"
         )
     return asked
-
-
-def _reranker(retriever: Retriever, method: str) -> Any:
-    """The retriever's reranker for ``method``, loaded once and shared with ``retrieve``."""
-    from kgrag.retrieval.rerank import load_reranker
-
-    with _rerank_lock:
-        if method not in retriever._rerankers:
-            retriever._rerankers[method] = load_reranker(
-                method,
-                cross_encoder_model=retriever.config.cross_encoder,
-                encoder=retriever.encoder,
-            )
-        return retriever._rerankers[method]
 
 
 def rerank_capability(retriever: Retriever) -> dict[str, Any] | None:
@@ -257,14 +211,12 @@ def transform_query(retriever: Retriever, params: Any) -> dict[str, Any]:
             f"transform method {p.method!r} is not offered (offered: {listed})", option="method"
         )
     if p.method == "hyde":
-        with _cache_lock:  # the retriever builds its name index on first use, unguarded
-            if not hasattr(retriever, "_by_name"):
-                retriever._facts([])
+        retriever.facts.prepare()  # the name index, built once whichever call comes first
     out = transform(
         query,
         p.method,
         nlp=load_spacy(retriever.reader.manifest.get("models", {}).get("spacy", "auto")),
-        facts=retriever._facts,
+        facts=retriever.facts,
         n=min(p.n, TRANSFORM_MAX_N),
     )
     result: dict[str, Any] = {"queries": list(out.queries)}
@@ -302,7 +254,6 @@ def memory_recall(retriever: Retriever, params: Any) -> dict[str, Any]:
     query, best first, each with its entity ids and a weight in (0, 1] relative to the
     best; and the local search's top ``n`` chunk hits (deduplicated by ``sessionId``
     like every other search). ``n`` is clamped to maxK."""
-    from kgrag.engine.graph import GraphParams
     from kgrag.rcp.feedback import sink_hits
 
     p = validate(MemoryRecallParams, _object(params))
@@ -310,20 +261,19 @@ def memory_recall(retriever: Retriever, params: Any) -> dict[str, Any]:
     _memory_id(retriever, p.memoryId)
     flags = retriever.flags()  # before any work, as every search takes it
     n = min(p.n, retriever.config.max_k)
-    ops = retriever.graph_ops
-    call = ops._local(query, n)
-    local = GraphParams(op="local", query=query, k=n, sessionId=p.sessionId)
-    hits = ops._dedup(local, ops._local_hits(local, call, ("chunk",), n))
+    graph_hits = retriever.graph_hits
+    call = graph_hits.local(query, n)
+    hits = graph_hits.local_hits(HitOptions(include_text=True), call, ("chunk",), n)
+    hits = retriever.sessions.fresh(p.sessionId, hits)  # as graph local deduplicates
     hits, _ = sink_hits(hits, flags, by_unit=True)  # reported hits sink, as in graph local
     return {"clues": _clues(retriever, call.found, n), "hits": hits}
 
 
-def _clues(retriever: Retriever, found: Any, n: int) -> list[dict[str, Any]]:
+def _clues(retriever: Retriever, found: LocalResult, n: int) -> list[dict[str, Any]]:
     """Linked facts and seed entities of one local search, best ``n`` first; a fact
     goes before an entity of the same weight, then ids break ties."""
-    ops = retriever.graph_ops
     nodes, facts = retriever.sources["node"], retriever.sources["triplet"]
-    node_row, fact_row = ops.row_of("node"), ops.row_of("triplet")
+    node_row, fact_row = nodes.row_of, facts.row_of
     ranked: list[tuple[float, int, str, str, list[str]]] = []
     for rid, sim in found.facts:
         if rid in fact_row:

@@ -28,21 +28,18 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from kgrag.errors import StoreError
+from kgrag.rcp.params import MAX_SIGNALS, parse_feedback
 
-from kgrag.errors import InvalidParams, PayloadTooLarge, StoreError
-from kgrag.rcp.params import validate
+__all__ = ["FILENAME", "MAX_SIGNALS", "FeedbackStore", "Flag", "mark", "sink", "sink_hits"]
 
 log = logging.getLogger(__name__)
 
 FILENAME = "feedback.sqlite"
-#: signals accepted in one call (RCP §15.5); more is -32013
-MAX_SIGNALS = 1000
 #: stored length of the optional query text
 MAX_QUERY_CHARS = 2000
-MAX_ID_CHARS = 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS feedback (
@@ -74,46 +71,6 @@ class Flag:
 
     poison: int
     injection: int
-
-
-# -- params ------------------------------------------------------------------------------
-
-Id = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
-Reward = Annotated[float, Field(strict=True, ge=-1, le=1, allow_inf_nan=False)]
-
-
-class Signal(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    hitId: Id
-    used: StrictBool | None = None
-    cited: StrictBool | None = None
-    helpful: StrictBool | None = None
-    reward: Reward | None = None
-    poisonSuspected: StrictBool | None = None
-    injectionSuspected: StrictBool | None = None
-
-
-class FeedbackParams(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    sessionId: Id | None = None
-    query: StrictStr | None = None
-    signals: list[Signal]
-
-
-def parse_feedback(raw: Any) -> FeedbackParams:
-    """Validate ``feedback`` params; the first problem names its field (``signals.2.reward``)."""
-    if not isinstance(raw, dict):
-        raise InvalidParams("params must be an object", field="params")
-    signals = raw.get("signals")
-    if signals is None:
-        raise InvalidParams("signals is required", field="signals")
-    if isinstance(signals, list) and len(signals) > MAX_SIGNALS:
-        raise PayloadTooLarge(
-            f"at most {MAX_SIGNALS} signals per call, got {len(signals)}",
-            field="signals",
-            limit=MAX_SIGNALS,
-        )
-    return validate(FeedbackParams, raw)
 
 
 # -- the store ---------------------------------------------------------------------------

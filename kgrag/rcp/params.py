@@ -1,19 +1,33 @@
-"""The RCP/1 ``retrieve`` parameters (spec §7.7) as one validated pydantic model.
+"""The params of every RCP/1 method this engine answers, as validated pydantic models.
 
-Names are the spec's; the aliases ``transform`` -> ``rewrite``, ``session`` ->
-``sessionId`` and ``includeVector`` -> ``includeVectors`` are accepted too.
-Unknown fields are ignored (spec §4.6). A structurally invalid value raises
-:class:`InvalidParams` with ``data.field`` naming its path; values above a
-limit are clamped, never rejected.
+``retrieve`` (spec §7.7), ``graph`` (§7.9), ``embed`` (§7.3), ``rerank`` (§7.6),
+``query/transform`` (§7.8), ``index/add`` and ``index/delete`` (§7.10, §7.11),
+``feedback`` (§7.16), ``memory/build`` and ``memory/recall`` (§7.17).
+
+Names are the spec's; for ``retrieve`` the aliases ``transform`` -> ``rewrite``,
+``session`` -> ``sessionId`` and ``includeVector`` -> ``includeVectors`` are
+accepted too. Unknown fields are ignored (spec §4.6). A structurally invalid
+value raises :class:`InvalidParams` with ``data.field`` naming its path
+(:func:`validate`); values above a limit are clamped by the method, never
+rejected, except where the spec makes a batch too large -32013.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
-from kgrag.errors import InvalidParams
+from kgrag.errors import InvalidParams, PayloadTooLarge, Unsupported
 
 ALIASES = {"transform": "rewrite", "session": "sessionId", "includeVector": "includeVectors"}
 Number = StrictInt | float
@@ -86,8 +100,6 @@ class RetrieveParams(_Wire):
 
 
 def _unsupported_block(block: dict[str, Any], index: int) -> Exception:
-    from kgrag.errors import Unsupported
-
     kind = block.get("type", "?")
     return Unsupported(
         f"query block {index} has type {kind!r}; this engine retrieves text only",
@@ -133,3 +145,145 @@ def parse_params(raw: Any) -> RetrieveParams:
     if isinstance(params.query, str) and not params.query.strip():
         raise InvalidParams("query must not be empty", field="query")
     return params
+
+
+# -- graph (§7.9) --------------------------------------------------------------------------
+
+#: the ``graph`` ops this engine offers
+GRAPH_OPS = ("local", "global", "drift", "communities", "neighbors")
+
+
+class GraphParams(BaseModel):
+    """``graph`` params: the spec's, plus ``unit`` (local), ``depth`` and ``followups``
+    (drift) and ``cursor`` (communities)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    op: str
+    query: str | None = None
+    k: StrictInt | None = Field(None, ge=1)
+    seedIds: list[str] | None = None
+    hops: StrictInt = Field(1, ge=1)
+    level: StrictInt | None = Field(None, ge=0)
+    unit: str | list[str] | None = None
+    depth: StrictInt = Field(1, ge=1)
+    followups: StrictInt = Field(3, ge=0, le=10)
+    sessionId: str | None = None
+    indexVersion: str | None = None
+    cursor: str | None = None
+    includeText: StrictBool = True
+    strict: StrictBool = True
+
+
+def parse_graph_params(raw: Any) -> GraphParams:
+    """Validate a ``graph`` params object: a known op, and a query for the searches."""
+    if not isinstance(raw, dict):
+        raise InvalidParams("params must be an object", field="params")
+    if "op" not in raw:
+        raise InvalidParams("op is required", field="op")
+    p = validate(GraphParams, raw)
+    if p.op not in GRAPH_OPS:
+        offered = ", ".join(GRAPH_OPS)
+        raise Unsupported(f"graph op {p.op!r} is not offered; offered: {offered}", option="op")
+    if p.op in ("local", "global", "drift") and not (p.query or "").strip():
+        raise InvalidParams(f"op {p.op} needs a non-empty query", field="query")
+    return p
+
+
+# -- the tool methods: embed, rerank, query/transform, memory (§7.3, §7.6, §7.8, §7.17) ------
+
+
+class _Tool(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class EmbedParams(_Tool):
+    inputs: list[Any] = Field(validation_alias=AliasChoices("inputs", "texts"))
+    kind: Literal["query", "document"] | None = None  # MiniLM is symmetric: no effect
+    encoding: str = "json"
+
+
+class RerankParams(_Tool):
+    query: Any
+    passages: list[Any] = Field(validation_alias=AliasChoices("passages", "documents"))
+    method: str | None = None
+    topN: StrictInt | None = Field(None, ge=1)
+
+
+class TransformParams(_Tool):
+    query: Any
+    method: str
+    n: StrictInt = Field(3, ge=1)
+
+
+class MemoryBuildParams(_Tool):
+    documents: list[Any] | None = None
+    memoryId: str | None = None
+    scope: str = "global"
+
+
+class MemoryRecallParams(_Tool):
+    query: Any
+    memoryId: str | None = None
+    sessionId: str | None = None
+    n: StrictInt = Field(5, ge=1)
+
+
+# -- index/add, index/delete (§7.10, §7.11) -------------------------------------------------
+
+
+class _Index(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class AddParams(_Index):
+    documents: list[Any]
+    chunk: StrictBool = True
+    contextual: StrictBool = False
+
+
+class DeleteParams(_Index):
+    ids: list[str]
+
+
+# -- feedback (§7.16) -----------------------------------------------------------------------
+
+#: signals accepted in one call (RCP §15.5); more is -32013
+MAX_SIGNALS = 1000
+MAX_ID_CHARS = 1024
+
+Id = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Reward = Annotated[float, Field(strict=True, ge=-1, le=1, allow_inf_nan=False)]
+
+
+class Signal(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    hitId: Id
+    used: StrictBool | None = None
+    cited: StrictBool | None = None
+    helpful: StrictBool | None = None
+    reward: Reward | None = None
+    poisonSuspected: StrictBool | None = None
+    injectionSuspected: StrictBool | None = None
+
+
+class FeedbackParams(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    sessionId: Id | None = None
+    query: StrictStr | None = None
+    signals: list[Signal]
+
+
+def parse_feedback(raw: Any) -> FeedbackParams:
+    """Validate ``feedback`` params; the first problem names its field (``signals.2.reward``)."""
+    if not isinstance(raw, dict):
+        raise InvalidParams("params must be an object", field="params")
+    signals = raw.get("signals")
+    if signals is None:
+        raise InvalidParams("signals is required", field="signals")
+    if isinstance(signals, list) and len(signals) > MAX_SIGNALS:
+        raise PayloadTooLarge(
+            f"at most {MAX_SIGNALS} signals per call, got {len(signals)}",
+            field="signals",
+            limit=MAX_SIGNALS,
+        )
+    return validate(FeedbackParams, raw)

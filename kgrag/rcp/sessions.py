@@ -38,6 +38,16 @@ class Sessions:
                 oldest = min(self._seen, key=lambda s: self._seen[s][0])
                 del self._seen[oldest]
 
+    def fresh(self, session: str | None, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``hits`` not returned before in ``session``, now recorded as returned
+        (every hit when there is no session)."""
+        if not session:
+            return hits
+        seen = self.seen(session)
+        hits = [h for h in hits if h["id"] not in seen]
+        self.add(session, [h["id"] for h in hits])
+        return hits
+
     def _expire(self) -> None:
         now = time.monotonic()
         for s in [s for s, (t, _) in self._seen.items() if now - t > self.ttl]:

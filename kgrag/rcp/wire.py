@@ -1,15 +1,22 @@
-"""Wire shapes of the RCP/1 ``retrieve`` result (spec §7.7), as pydantic models.
+"""Wire shapes of the RCP/1 results this engine returns (spec §7), as pydantic models:
+the server's boundary.
 
-The pipeline builds plain dicts for speed; these models are the contract the
-server and the tests hold them to (unknown fields are rejected here, so a typo
-in the pipeline cannot leak onto the wire unnoticed).
+The engine builds plain dicts for speed; these models are the contract the
+server holds them to. Unknown fields are rejected here, so a typo in the engine
+cannot leak onto the wire unnoticed. The server's method table names each
+method's result model and :func:`check_result` holds a result
+to it on the way out: always the cheap part (a result object whose top-level
+fields the model declares, a few hundred nanoseconds), and the whole model when
+the server runs with ``KGRAG_CHECK_RESULTS=1`` (the test suite does). A check
+never changes a response: a result that fails it is logged, or, in the full
+check, refused as an internal error.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Unit = Literal[
     "chunk",
@@ -149,3 +156,104 @@ class RetrieveResult(_Strict):
     indexVersion: str | None = None
     usage: Usage | None = None
     rewrittenQuery: str | None = None
+
+
+class EmbedResult(_Strict):
+    """``embed`` (§7.3): JSON vectors, or f32-base64 blobs with their encoding."""
+
+    vectors: list[list[float]] | list[str]
+    encoding: str | None = None
+    dimension: int | None = None
+
+
+class RerankScore(_Strict):
+    index: int = Field(ge=0)
+    score: float
+
+
+class RerankResult(_Strict):
+    """``rerank`` (§7.6): a score per passage; ``order`` and ``results`` best first."""
+
+    scores: list[float]
+    order: list[int]
+    results: list[RerankScore]
+
+
+class TransformResult(_Strict):
+    """``query/transform`` (§7.8)."""
+
+    queries: list[str]
+    hypothetical: str | None = None
+
+
+class IndexAddResult(_Strict):
+    """``index/add`` (§7.10): the documents' ids in input order."""
+
+    ids: list[str]
+    chunks: int
+    indexVersion: str | None = None
+
+
+class IndexDeleteResult(_Strict):
+    """``index/delete`` (§7.11)."""
+
+    deleted: int
+    indexVersion: str | None = None
+
+
+class FeedbackResult(_Strict):
+    """``feedback`` (§7.16)."""
+
+    accepted: int
+
+
+class MemoryBuildResult(_Strict):
+    """``memory/build`` (§7.17)."""
+
+    memoryId: str
+    tokens: int
+
+
+class Clue(_Strict):
+    query: str
+    seedIds: list[str]
+    weight: float
+
+
+class MemoryRecallResult(_Strict):
+    """``memory/recall`` (§7.17): entry points into the graph, and the passages."""
+
+    clues: list[Clue]
+    hits: list[Hit]
+
+
+class CatalogResult(_Strict):
+    """``catalog/list`` (§7.13)."""
+
+    engines: list[dict[str, Any]]
+
+
+#: each model's field names, for the cheap check
+_DECLARED: dict[type[BaseModel], frozenset[str]] = {}
+
+
+def check_result(model: type[BaseModel], result: Any, *, whole: bool = False) -> str | None:
+    """What is wrong with ``result`` as a ``model``, or None. Cheap unless ``whole``:
+    the result is an object and the model declares each of its fields; with
+    ``whole``, the result validates against the model, nested shapes and all."""
+    if not isinstance(result, dict):
+        return f"the result is a {type(result).__name__}, not an object"
+    declared = _DECLARED.get(model)
+    if declared is None:
+        declared = _DECLARED.setdefault(model, frozenset(model.model_fields))
+    if not declared.issuperset(result):
+        unknown = sorted(result.keys() - declared)
+        return f"undeclared result fields: {', '.join(unknown)}"
+    if whole:
+        try:
+            model.model_validate(result)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "result"
+            return f"{where}: {first['msg']}"
+    return None

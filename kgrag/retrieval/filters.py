@@ -21,12 +21,13 @@ Evaluation semantics, chosen to match common document databases:
 * Strings compare case-sensitively by code point.
 
 The metadata dict a predicate sees is the caller's business; every chunk
-should carry the built-in fields of :data:`BUILTIN_FIELDS`.
+should carry the built-in fields of :data:`~kgrag.rcp.fields.BUILTIN_FIELDS`
+(the fields and their types live in :mod:`kgrag.rcp.fields`, shared with the
+write side).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -34,7 +35,11 @@ from typing import Any
 from rcp import RcpError
 from rcp import filter as rcp_filter
 
+from kgrag.rcp.fields import BUILTIN_FIELDS, infer_fields, parse_date
+
 from ..errors import InvalidParams, Unsupported
+
+__all__ = ["BUILTIN_FIELDS", "OPERATORS", "Predicate", "compile_filter", "infer_fields"]
 
 OPERATORS: tuple[str, ...] = (
     "eq",
@@ -49,21 +54,9 @@ OPERATORS: tuple[str, ...] = (
     "exists",
 )
 
-#: fields every chunk carries; ``section`` is the chunk's context path
-BUILTIN_FIELDS: dict[str, str] = {
-    "docId": "keyword",
-    "title": "keyword",
-    "source": "keyword",
-    "section": "text",
-}
-
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_ISO_DATE = re.compile(
-    r"\d{4}-\d{2}-\d{2}"
-    r"(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?"
-)
 
 
 class _Bad:
@@ -73,65 +66,7 @@ class _Bad:
 _BAD = _Bad()
 
 
-# ── field inference ──────────────────────────────────────────────────────────
-def infer_fields(metas: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The ``filter.fields`` to advertise for metadata dicts like ``metas``.
-
-    A list-valued field gets its element type (lists answer ``contains``).
-    ``int`` mixed with ``float`` is ``float``; date strings mixed with other
-    strings are ``keyword``; any other mix, or nested objects, drop the field.
-    The :data:`BUILTIN_FIELDS` are always present and win over metadata keys.
-    """
-    kinds: dict[str, set[str]] = {}
-    for meta in metas:
-        for key, value in meta.items():
-            if value is None:
-                continue
-            values = value if isinstance(value, (list, tuple)) else [value]
-            kinds.setdefault(key, set()).update(_kind(v) for v in values)
-    fields = {key: t for key, ks in kinds.items() if (t := _resolve(ks)) is not None}
-    fields.update(BUILTIN_FIELDS)
-    return dict(sorted(fields.items()))
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, (date, datetime)):
-        return "date"
-    if isinstance(value, str):
-        return "date" if _parse_date(value) is not None else "keyword"
-    return "bad"
-
-
-def _resolve(kinds: set[str]) -> str | None:
-    if len(kinds) == 1 and "bad" not in kinds:
-        return next(iter(kinds))
-    if kinds == {"int", "float"}:
-        return "float"
-    if kinds == {"keyword", "date"}:
-        return "keyword"
-    return None
-
-
 # ── value conversion ─────────────────────────────────────────────────────────
-def _parse_date(text: str) -> datetime | None:
-    if not _ISO_DATE.fullmatch(text):
-        return None
-    text = text.replace(",", ".")
-    if text[-1] in "Zz":
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
 def _as_date(value: Any) -> Any:
     if isinstance(value, bool):
         return _BAD
@@ -141,7 +76,7 @@ def _as_date(value: Any) -> Any:
         except OverflowError:
             return _BAD
     if isinstance(value, str):
-        parsed = _parse_date(value)
+        parsed = parse_date(value)
         return _BAD if parsed is None else parsed
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -11,10 +11,10 @@ poisoned or injected sink below the rest (:mod:`kgrag.rcp.feedback`).
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,38 +26,24 @@ from kgrag.text.tokens import cached_tokens
 
 from ..config import RetrievalConfig
 from ..encoders import Encoder
-from ..errors import InvalidParams, Unsupported
+from ..errors import InvalidParams
 from ..store import GraphReader
+from .graph_hits import GraphHits
+from .hits import HitBuilder
+from .plan import FUSIONS, GRAPH_UNITS, MODES, TREE_STRATEGIES, Plan, plan_call
+from .searches import GraphSearches
+from .transform import EntityFacts
 from .units import UNITS, Source, canonical_rows, load_sources, prefetch
 
-MODES = ("dense", "sparse", "hybrid")
-FUSIONS = ("rrf", "weighted")
-TREE_STRATEGIES = ("flat", "collapsed", "traverse")
+if TYPE_CHECKING:
+    from .rerank import Reranker
+
+__all__ = ["FUSIONS", "MODES", "TREE_STRATEGIES", "Plan", "Progress", "Retriever"]
+
 #: told of each stage: (stage, progress in [0, 1], message, partial result)
 Progress = Callable[[str, float, "str | None", "dict[str, Any] | None"], None]
 #: RRF weight of each transformed query's list against the original query's 1.0
 TRANSFORM_WEIGHT = 0.2
-
-
-@dataclass(slots=True)
-class Plan:
-    """What a call will actually do, after defaults, clamping and degradation."""
-
-    p: RetrieveParams
-    query: str
-    unit: str
-    mode: str
-    level: int | None
-    k: int
-    candidate_k: int
-    top_n: int
-    fusion: str
-    rerank: str | None
-    rewrite: str | None
-    notes: list[str] = field(default_factory=list)
-    strategy: str | None = None  # tree-node: "collapsed" or "traverse" (None: flat, by level)
-    #: integrity reports as they stood when the call started (feedback, §7.16)
-    flags: Mapping[str, fb.Flag] = field(default_factory=dict)
 
 
 class Retriever:
@@ -79,11 +65,18 @@ class Retriever:
         #: the graph's feedback (None: reports change nothing)
         self.feedback = feedback
         self.sources: Mapping[str, Source] = load_sources(reader)
+        #: builds every hit of this version that a source row backs
+        self.hits = HitBuilder(config)
+        #: the graph searches of this version (local, paths, global, tree), built on first use
+        self.searches = GraphSearches(reader, encoder, config)
+        #: hits drawn from those searches: units path, subgraph and RAPTOR tree routes here,
+        #: the graph method's ops in :mod:`kgrag.engine.graph`
+        self.graph_hits = GraphHits(reader, encoder, self.sources, self.hits, self.searches)
+        #: HyDE's facts about the entities a query names
+        self.facts = EntityFacts(reader)
         self._fields: dict[str, str] | None = None
-        self._rerankers: dict[str, Any] = {}
-        self._trust: dict[str, Any] = {}
-        self._graph_ops: Any = None
-        self._tree: Any = None
+        self._rerankers: dict[str, Reranker] = {}
+        self._rerank_lock = threading.Lock()
         #: every chunk hit-shaped, built by Engine.chunks on first use
         self.chunk_records: list[dict[str, Any]] | None = None
 
@@ -99,15 +92,6 @@ class Retriever:
                 self._fields = filters.infer_fields(it.meta for it in self.sources["chunk"].items)
         return self._fields
 
-    @property
-    def graph_ops(self) -> Any:
-        """The ``graph`` method over this version (:mod:`kgrag.engine.graph`)."""
-        if self._graph_ops is None:
-            from kgrag.engine.graph import GraphOps
-
-            self._graph_ops = GraphOps(self)
-        return self._graph_ops
-
     # -- capabilities ------------------------------------------------------------------
 
     def rerank_methods(self) -> list[str]:
@@ -119,6 +103,23 @@ class Retriever:
         from .transform import METHODS
 
         return list(METHODS)
+
+    def reranker(self, method: str) -> Reranker:
+        """The reranker of ``method``, loaded on first use and shared by the rerank
+        stage of ``retrieve`` and the ``rerank`` method."""
+        from .rerank import load_reranker
+
+        with self._rerank_lock:
+            if method not in self._rerankers:
+                self._rerankers[method] = load_reranker(
+                    method, cross_encoder_model=self.config.cross_encoder, encoder=self.encoder
+                )
+            return self._rerankers[method]
+
+    @property
+    def rerankers(self) -> Mapping[str, Reranker]:
+        """The rerankers loaded so far, by method."""
+        return dict(self._rerankers)
 
     def capabilities(self) -> dict[str, Any]:
         """The ``retrieve`` capability metadata (spec §6.1) this retriever honours."""
@@ -159,9 +160,9 @@ class Retriever:
         started = time.perf_counter()
         flags = self.flags()
         params = parse_params(raw)
-        plan = self._plan(params)
+        plan = self.plan(params)
         plan.flags = flags
-        if plan.unit in ("path", "subgraph") or plan.strategy:
+        if plan.unit in GRAPH_UNITS or plan.strategy:
             return self._graph_units(plan, started)
         source = self.sources[plan.unit]
         queries, rewritten = self._transform(plan)
@@ -207,93 +208,34 @@ class Retriever:
 
     # -- planning ------------------------------------------------------------------------
 
-    def _plan(self, p: RetrieveParams) -> Plan:
-        """Defaults, clamping and the strict rule (§7.7): an option outside what this
-        engine offers is -32005, or, with ``strict`` false, replaced by its fallback
-        and noted in ``usage.notes``."""
-        notes: list[str] = []
-
-        def refuse(option: str, message: str, fallback: Any) -> Any:
-            if p.strict:
-                raise Unsupported(message, option=option)
-            notes.append(f"{message}; used {fallback!r} instead (strict=false)")
-            return fallback
-
-        def choose(value: Any, offered: Any, option: str, fallback: Any) -> Any:
-            if value is None or value in offered:
-                return value
-            listed = ", ".join(offered) or "none"
-            return refuse(
-                option, f"{option} {value!r} is not offered (offered: {listed})", fallback
-            )
-
-        query = p.query_text()
-        unit = choose(p.unit, UNITS, "unit", "chunk")
-        mode = choose(p.mode or "hybrid", MODES, "mode", "hybrid")
-        choose(p.modality, ("text",), "modality", "text")
-        fusion = choose(p.fusion.method if p.fusion else "rrf", FUSIONS, "fusion.method", "rrf")
-        rerank = choose(
-            p.rerank.method if p.rerank else None, self.rerank_methods(), "rerank.method", None
-        )
-        rewrite = choose(p.rewrite or None, self.transform_methods(), "rewrite", None)
-        flat = unit in ("chunk", "document")
-        if p.filter is not None and not flat:  # filters and dates are chunk metadata
-            refuse("filter", f"filters apply to chunks and documents, not to unit {unit}", None)
-        if p.recency is not None and not flat:
-            refuse("recency", f"recency applies to chunks and documents, not to unit {unit}", None)
-        level = p.level
-        if level not in (None, 0) and flat:
-            level = refuse("level", f"unit {unit} has level 0 only, not {level}", None)
-        strategy = None
-        if p.strategy is not None:
-            if unit != "tree-node":
-                refuse("strategy", f"strategy applies to unit tree-node, not {unit}", None)
-            else:
-                strategy = choose(p.strategy, TREE_STRATEGIES, "strategy", None)
-        strategy = None if strategy == "flat" else strategy
-        if unit in ("path", "subgraph") or strategy:
-            what = f"strategy {strategy}" if strategy else f"unit {unit}"
-            for name, value in (("rerank", rerank), ("rewrite", rewrite), ("mmr", p.mmr)):
-                if value:
-                    refuse(name, f"{name} does not apply to {what}", None)
-            rerank = rewrite = None
-        k, candidate_k, top_n = self._funnel(p, rerank)
-        return Plan(
+    def plan(self, p: RetrieveParams) -> Plan:
+        """What a call with params ``p`` will do here (:mod:`kgrag.retrieval.plan`)."""
+        return plan_call(
             p,
-            query,
-            unit,
-            mode,
-            level,
-            k,
-            candidate_k,
-            top_n,
-            fusion,
-            rerank,
-            rewrite,
-            notes,
-            strategy,
+            self.config,
+            rerank_methods=self.rerank_methods,
+            transform_methods=self.transform_methods,
         )
 
     def _graph_units(self, plan: Plan, started: float) -> dict[str, Any]:
         """``retrieve`` of unit path or subgraph (local search), or of tree nodes by a
         RAPTOR strategy."""
-        from kgrag.engine.graph import tree_hits
-
         if plan.strategy:
-            if self._tree is None:
-                from kgrag.search.tree import TreeSearch
-
-                self._tree = TreeSearch(self.reader)
-            hits = tree_hits(self, self._tree, plan)
+            hits = self.graph_hits.tree_hits(
+                plan.hit_options(),
+                plan.strategy,
+                plan.query,
+                plan.k,
+                level=plan.level,
+                token_budget=plan.p.tokenBudget,
+                beam=plan.p.beam,
+            )
         else:
-            hits = self.graph_ops.units(plan.unit, plan.query, plan.k, plan.p.includeText)
+            hits = self.graph_hits.units(plan.unit, plan.query, plan.k, plan.p.includeText)
         hits, sunk = fb.sink_hits(hits, plan.flags)
         if sunk:
             plan.notes.append(f"{sunk} hits down-weighted by feedback")
-        if plan.p.sessionId:
-            seen = self.sessions.seen(plan.p.sessionId)
-            hits = [h for h in hits if h["id"] not in seen]
-            self.sessions.add(plan.p.sessionId, [h["id"] for h in hits])
+        hits = self.sessions.fresh(plan.p.sessionId, hits)
         usage: dict[str, Any] = {
             "candidates": len(self.sources["chunk"].ids),
             "reranked": 0,
@@ -303,34 +245,6 @@ class Retriever:
         if plan.notes:
             usage["notes"] = plan.notes
         return {"hits": hits, "indexVersion": self.reader.index_version, "usage": usage}
-
-    def _funnel(self, p: RetrieveParams, rerank: str | None) -> tuple[int, int, int]:
-        """Clamp k, candidateK and rerank.topN; enforce candidateK >= topN >= k (§3.3)."""
-        c = self.config
-        k = min(p.k, c.max_k)
-        candidate_k = min(
-            p.candidateK if p.candidateK is not None else max(k, c.candidate_k), c.max_candidates
-        )
-        if candidate_k < k:
-            raise InvalidParams(
-                f"candidateK ({candidate_k}) must be >= k ({k})", field="candidateK"
-            )
-        top_n = candidate_k
-        if p.rerank:
-            top_n = min(
-                p.rerank.topN if p.rerank.topN is not None else max(k, min(candidate_k, 50)),
-                c.max_candidates,
-            )
-            if top_n > candidate_k:
-                raise InvalidParams(
-                    f"rerank.topN ({top_n}) must be <= candidateK ({candidate_k})",
-                    field="rerank.topN",
-                )
-            if top_n < k:
-                raise InvalidParams(
-                    f"rerank.topN ({top_n}) must be >= k ({k})", field="rerank.topN"
-                )
-        return k, candidate_k, top_n
 
     def _transform(self, plan: Plan) -> tuple[list[str], str | None]:
         """The queries recall runs, and the rewritten query to report."""
@@ -344,7 +258,7 @@ class Retriever:
             plan.query,
             plan.rewrite,
             nlp=load_spacy(self.reader.manifest.get("models", {}).get("spacy", "auto")),
-            facts=self._facts,
+            facts=self.facts,
             n=3,
         )
         extra = list(out.queries)
@@ -353,22 +267,6 @@ class Retriever:
         rewritten = " | ".join(extra)
         # the original query always runs too: a transform adds evidence, it never replaces the ask
         return list(dict.fromkeys([plan.query, *extra])), rewritten
-
-    def _facts(self, names: Any) -> list[str]:
-        """Fact sentences about entities named in a query, for HyDE."""
-        if not hasattr(self, "_names"):  # built on first use: only HyDE needs it
-            names = {e.id: e.name for e in self.reader.entities()}
-            by_name: dict[str, list[str]] = {}
-            for eid, name in names.items():
-                by_name.setdefault(name.casefold(), []).append(eid)
-            self._by_name = by_name  # before _names: a racing thread sees both or neither
-            self._names = names
-        ids = sorted({eid for n in names for eid in self._by_name.get(n.casefold(), [])})
-        if not ids:
-            return []
-        rels = [r for r in self.reader.relations(touching=ids) if r.kind == "svo"]
-        rels.sort(key=lambda r: (-r.weight, r.id))
-        return [f"{self._names[r.src]} {r.predicate} {self._names[r.dst]}" for r in rels[:8]]
 
     def _eligible(self, plan: Plan, source: Source) -> np.ndarray:
         """Rows that may be returned: the level, no carried-down copies, the filter."""
@@ -438,17 +336,10 @@ class Retriever:
     ) -> tuple[stages.Ranked, int]:
         if not plan.rerank or not ranked:
             return ranked, 0
-        from .rerank import load_reranker
-
-        if plan.rerank not in self._rerankers:
-            self._rerankers[plan.rerank] = load_reranker(
-                plan.rerank, cross_encoder_model=self.config.cross_encoder, encoder=self.encoder
-            )
+        reranker = self.reranker(plan.rerank)
         head = ranked[: plan.top_n]
         prefetch(source, [r for r, _ in head])
-        values = self._rerankers[plan.rerank].score(
-            plan.query, [source.items[r].text for r, _ in head]
-        )
+        values = reranker.score(plan.query, [source.items[r].text for r, _ in head])
         scores["rerank"] = {r: float(v) for (r, _), v in zip(head, values, strict=True)}
         order = sorted(range(len(head)), key=lambda i: (-values[i], head[i][0]))
         return [(head[i][0], float(values[i])) for i in order], len(head)
@@ -504,55 +395,7 @@ class Retriever:
         prefetch(source, [r for r, _ in rest[: plan.k]])
         texts = [source.items[r].text for r, _ in rest[: plan.k]]
         n = stages.pack(texts, [cached_tokens(t) for t in texts], plan.k, plan.p.tokenBudget)
-        hits = [self._hit(plan, source, r, s, dense, scores) for r, s in rest[:n]]
+        options = plan.hit_options()
+        hits = [self.hits.hit(options, source, r, s, dense, scores) for r, s in rest[:n]]
         more = offset + n < len(ranked)
         return hits, (offset + n if more else None)
-
-    def _confidence(self, cosine: float) -> float:
-        z = self.config.confidence_slope * cosine + self.config.confidence_bias
-        return round(1.0 / (1.0 + math.exp(-z)), 6)
-
-    def _hit(
-        self,
-        plan: Plan,
-        source: Source,
-        row: int,
-        score: float,
-        dense: np.ndarray,
-        scores: dict[str, dict[int, float]],
-    ) -> dict[str, Any]:
-        from .trust import assess, sanitize
-
-        item = source.items[row]
-        trust = self._trust.get(item.id)
-        if trust is None:  # stored text does not change within a version
-            trust = self._trust.setdefault(item.id, assess(item.text))
-        text = sanitize(item.text)[0] if trust.sanitized else item.text
-        hit: dict[str, Any] = {
-            "id": item.id,
-            "score": round(stages.finite(score), 6),
-            "confidence": self._confidence(float(dense[row])),
-            "unit": source.unit,
-            "level": item.level,
-        }
-        if plan.p.includeText:
-            hit["text"] = text
-        hit["meta"] = dict(item.meta)
-        if plan.p.includeVectors:
-            hit["vector"] = [round(float(x), 7) for x in source.matrix[row]]
-        stage = {"dense": round(float(dense[row]), 6)}
-        stage |= {
-            name: round(v[row], 6) for name, v in scores.items() if name != "dense" and row in v
-        }
-        hit["scores"] = stage
-        if item.citation:
-            hit["citation"] = dict(item.citation) | (
-                {"page": item.meta["page"]} if "page" in item.meta else {}
-            )
-        hit["provenance"] = {"leaves": list(item.leaves)}
-        hit["trust"] = trust.to_wire()
-        if item.id in plan.flags:
-            fb.mark(hit, plan.flags[item.id])
-        if item.chunk is not None:
-            hit["chunk"] = dict(item.chunk)
-        return hit

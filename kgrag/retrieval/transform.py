@@ -8,13 +8,17 @@ query names. Nothing is random: the same query, pipeline and graph give the same
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, Unsupported
 from .decompose import decompose
 from .spans import _WH_TAGS, _dedupe, find_entities
+
+if TYPE_CHECKING:
+    from ..store import GraphReader
 
 #: given surface names of entities found in the query, short fact sentences, best first
 FactLookup = Callable[[Sequence[str]], list[str]]
@@ -153,3 +157,38 @@ def _step_back(doc: Any, n: int) -> tuple[str, ...]:
     query = doc.text.rstrip("?").casefold()
     out = [q for q in _dedupe(out) if q.rstrip("?").casefold() != query]
     return tuple(out[:n]) if out else (f"Background of: {doc.text}",)
+
+
+class EntityFacts:
+    """HyDE's :data:`FactLookup` over one graph version: the stated facts (SVO
+    relations, heaviest first) about the entities a query names, from an index of
+    entity names built on first use."""
+
+    def __init__(self, reader: GraphReader) -> None:
+        self.reader = reader
+        self._names: dict[str, str] | None = None
+        self._by_name: dict[str, list[str]] | None = None
+        self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        """Build the name index now (once, whichever thread asks first)."""
+        with self._lock:
+            if self._by_name is None:
+                self([])
+
+    def __call__(self, names: Any) -> list[str]:
+        """Fact sentences about entities named in a query, for HyDE."""
+        if self._names is None:  # built on first use: only HyDE needs it
+            names = {e.id: e.name for e in self.reader.entities()}
+            by_name: dict[str, list[str]] = {}
+            for eid, name in names.items():
+                by_name.setdefault(name.casefold(), []).append(eid)
+            self._by_name = by_name  # before _names: a racing thread sees both or neither
+            self._names = names
+        assert self._by_name is not None
+        ids = sorted({eid for n in names for eid in self._by_name.get(n.casefold(), [])})
+        if not ids:
+            return []
+        rels = [r for r in self.reader.relations(touching=ids) if r.kind == "svo"]
+        rels.sort(key=lambda r: (-r.weight, r.id))
+        return [f"{self._names[r.src]} {r.predicate} {self._names[r.dst]}" for r in rels[:8]]

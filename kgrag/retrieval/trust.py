@@ -114,8 +114,7 @@ _AI = r"(?:AI|assistant|chatbot|bot|LLM|language\s+model|GPT|ChatGPT|agent)"
 # text the pattern matches (``\s+`` between words: an anchor holds no space). A passage
 # whose folded copy (``_FOLD``, then lower case) lacks a group is not searched: most
 # prose lacks one of every detector's groups, and a literal test is far cheaper than
-# the search (2Wiki passages: the whole table ~380 us a passage searched; with the
-# anchors 46 us on an ASCII passage, 104 on another).
+# the search (docs/benchmarks.md has the cost per passage with and without them).
 _Anchors = tuple[tuple[str, ...], ...]
 _V = ("ignore", "disregard", "forget", "follow")
 _Q = (

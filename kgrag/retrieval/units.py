@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.rcp.fields import chunk_meta
+
 from ..encoders import normalise
 from ..store import GraphReader
 from ..text.tokens import WORD as _WORD
@@ -209,18 +211,6 @@ def rows_of(source: Source, ids: Sequence[str]) -> dict[str, int]:
 def load_sources(reader: GraphReader) -> Sources:
     """Every unit's source for one graph version (built as first used)."""
     return Sources(reader)
-
-
-def chunk_meta(chunk: Chunk, doc: Document) -> dict[str, Any]:
-    """The filterable fields of a chunk: its own and its document's metadata, plus
-    ``docId``, ``title``, ``source`` and ``section``."""
-    source = str(doc.meta.get("source", ""))
-    return dict(chunk.meta) | {
-        "docId": chunk.doc_id,
-        "title": doc.title,
-        "source": source,
-        "section": chunk.context,
-    }
 
 
 def _sparse_rows(reader: GraphReader, kind: str) -> Callable[..., Any]:

@@ -67,6 +67,85 @@ def _titles(hits: list[dict[str, Any]]) -> list[str]:
     return [str((h.get("meta") or {}).get("title", "")) for h in hits]
 
 
+class _Run:
+    """One exploration: the pool of ranked lists, and the trace of its steps."""
+
+    def __init__(self, engine: Any, query: str, scope: Any, top_k: int, recall_k: int) -> None:
+        self.started = time.perf_counter()
+        self.engine, self.query, self.scope = engine, query, scope
+        self.top_k, self.recall_k = top_k, recall_k
+        self.pool = _Pool()
+        self.trace: list[dict[str, Any]] = []
+        self.ranked: list[dict[str, Any]] = []
+
+    def step(self, observation: str, decision: str, result: str, t0: float) -> None:
+        self.trace.append(
+            {
+                "step_index": len(self.trace),
+                "observation": observation,
+                "decision": decision,
+                "result": result,
+                "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
+            }
+        )
+
+    def local(self, text: str) -> list[dict[str, Any]]:
+        params = {"op": "local", "query": text, "k": self.recall_k, "unit": "chunk"}
+        hits = self.engine.graph(params)["hits"]
+        return [h for h in hits if h.get("unit") == "chunk" and self.scope.admits(h)]
+
+    def classic(self, recall: Callable[..., list[dict[str, Any]]], body: Any) -> None:
+        """Step 0: hybrid recall."""
+        t0 = time.perf_counter()
+        base = recall(self.engine, body, self.scope, self.recall_k)
+        self.pool.add("classic", base, 1.0)
+        self.step(
+            f"question: {self.query!r}",
+            "hybrid recall (dense + BM25, RRF)",
+            f"{len(base)} chunks recalled",
+            t0,
+        )
+
+    def question(self) -> list[dict[str, Any]]:
+        """Step 1: a local search on the question; its clues (the entry points)."""
+        top_k = self.top_k
+        before = _top_ids(self.pool.ranked(), top_k)
+        t0 = time.perf_counter()
+        # one local search gives both the question's passages and its entry points
+        recalled = self.engine.memory_recall({"query": self.query, "n": self.recall_k})
+        found = [h for h in recalled["hits"] if self.scope.admits(h)]
+        new = self.pool.add("graph: question", found, 1.0)
+        self.ranked = self.pool.ranked()
+        entered = len(set(_top_ids(self.ranked, top_k)) - set(before))
+        self.step(
+            f"top {top_k} holds {len(before)} chunks from classic recall",
+            "local graph search on the question (entity linking, PageRank, title links)",
+            f"{new} chunks classic recall missed; {entered} entered the top {top_k}",
+            t0,
+        )
+        return list(recalled["clues"])
+
+    def expand(self, entry: str, frontier: list[str], tried: set[str], idle: int) -> int:
+        """Expand one entry point; how many of its chunks entered the top k."""
+        top_k = self.top_k
+        t0 = time.perf_counter()
+        before = _top_ids(self.ranked, top_k)
+        found = self.local(f"{self.query} {entry}")
+        new = self.pool.add(f"graph: {entry}", found, EXPANSION_WEIGHT)
+        self.ranked = self.pool.ranked()
+        entered = len(set(_top_ids(self.ranked, top_k)) - set(before))
+        frontier += [t for t in _titles(found[:top_k]) if t and t not in frontier]
+        open_points = len([f for f in frontier if f not in tried])
+        self.step(
+            f"{idle} expansion(s) in a row added nothing to the top {top_k}; "
+            f"{open_points} entry points open",
+            f"expand {entry!r}: local graph search on the question with it",
+            f"{new} new chunks; {entered} entered the top {top_k}",
+            t0,
+        )
+        return entered
+
+
 def explore(
     engine: Any,
     body: Any,
@@ -80,59 +159,17 @@ def explore(
     patience: int = PATIENCE,
 ) -> Exploration:
     """Explore for ``body.query`` within ``scope``; see the module docstring."""
-    started = time.perf_counter()
-    query = body.query
-    pool = _Pool()
-    trace: list[dict[str, Any]] = []
-
-    def step(observation: str, decision: str, result: str, t0: float) -> None:
-        trace.append(
-            {
-                "step_index": len(trace),
-                "observation": observation,
-                "decision": decision,
-                "result": result,
-                "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
-            }
-        )
-
-    def local(text: str) -> list[dict[str, Any]]:
-        params = {"op": "local", "query": text, "k": recall_k, "unit": "chunk"}
-        hits = engine.graph(params)["hits"]
-        return [h for h in hits if h.get("unit") == "chunk" and scope.admits(h)]
-
-    t0 = time.perf_counter()
-    base = classic(engine, body, scope, recall_k)
-    pool.add("classic", base, 1.0)
-    step(
-        f"question: {query!r}",
-        "hybrid recall (dense + BM25, RRF)",
-        f"{len(base)} chunks recalled",
-        t0,
-    )
-    before = _top_ids(pool.ranked(), top_k)
-    t0 = time.perf_counter()
-    # one local search gives both the question's passages and its entry points
-    recalled = engine.memory_recall({"query": query, "n": recall_k})
-    found = [h for h in recalled["hits"] if scope.admits(h)]
-    new = pool.add("graph: question", found, 1.0)
-    ranked = pool.ranked()
-    entered = len(set(_top_ids(ranked, top_k)) - set(before))
-    step(
-        f"top {top_k} holds {len(before)} chunks from classic recall",
-        "local graph search on the question (entity linking, PageRank, title links)",
-        f"{new} chunks classic recall missed; {entered} entered the top {top_k}",
-        t0,
-    )
-    clues = recalled["clues"][:max_steps]
+    run = _Run(engine, body.query, scope, top_k, recall_k)
+    run.classic(classic, body)
+    clues = run.question()[:max_steps]
     frontier = [str(c["query"]) for c in clues if c.get("query")]
-    frontier += [t for t in _titles(ranked[:top_k]) if t]
+    frontier += [t for t in _titles(run.ranked[:top_k]) if t]
     tried: set[str] = set()
     idle = 0
-    folded = query.casefold()
+    folded = run.query.casefold()
     stop = "step_budget"
-    while len(trace) < max_steps:
-        if (time.perf_counter() - started) * 1000 > budget_ms:
+    while len(run.trace) < max_steps:
+        if (time.perf_counter() - run.started) * 1000 > budget_ms:
             stop = "latency_budget"
             break
         nxt = next((f for f in frontier if f not in tried and f.casefold() not in folded), None)
@@ -140,23 +177,9 @@ def explore(
             stop = "frontier_exhausted"
             break
         tried.add(nxt)
-        t0 = time.perf_counter()
-        before = _top_ids(ranked, top_k)
-        found = local(f"{query} {nxt}")
-        new = pool.add(f"graph: {nxt}", found, EXPANSION_WEIGHT)
-        ranked = pool.ranked()
-        entered = len(set(_top_ids(ranked, top_k)) - set(before))
-        frontier += [t for t in _titles(found[:top_k]) if t and t not in frontier]
-        open_points = len([f for f in frontier if f not in tried])
-        step(
-            f"{idle} expansion(s) in a row added nothing to the top {top_k}; "
-            f"{open_points} entry points open",
-            f"expand {nxt!r}: local graph search on the question with it",
-            f"{new} new chunks; {entered} entered the top {top_k}",
-            t0,
-        )
+        entered = run.expand(nxt, frontier, tried, idle)
         idle = 0 if entered else idle + 1
         if idle >= patience:
             stop = "no_new_evidence"
             break
-    return Exploration(ranked, stop, "", trace)
+    return Exploration(run.ranked, stop, "", run.trace)

@@ -44,10 +44,8 @@ config file).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import igraph as ig
 import numpy as np
@@ -70,6 +68,7 @@ from kgrag.search.names import NameIndex
 from kgrag.search.ranking import minmax, ranks, top_k
 from kgrag.search.seeds import Seeds, link, nearest_facts
 from kgrag.store import GraphReader
+from kgrag.threads import read_beside
 from kgrag.whole_graph import build_graph
 
 _RRF_K = 60
@@ -213,7 +212,7 @@ class LocalSearch:
         features; empty when nothing is reranked)."""
         reader, settings = self.reader, self.settings
         reranked = settings.rerank_depth > 0
-        sparse = soon(reader, self._sparse, query, BM25_DEPTH) if reranked else None
+        sparse = read_beside(reader, self._sparse, query, BM25_DEPTH) if reranked else None
         walked = self._first_walk(query)
         score, via_rows = bridge(
             walked.score,
@@ -262,7 +261,7 @@ class LocalSearch:
         known = [row for row, _, _ in spans.known] if spans else []
         unknown = spans.unknown if spans else []
         qvec, span_vecs = self.encoder.encode_with_spans(query, unknown)  # one model call
-        scan = soon(reader, reader.similarity, "chunks", qvec) if self.n_chunks else None
+        scan = read_beside(reader, reader.similarity, "chunks", qvec) if self.n_chunks else None
         seeds = self._seeds(qvec, known, span_vecs)
         dense = scan.result() if scan else np.zeros(0)
         mass = self._ppr(seeds.by_row, dense)
@@ -373,15 +372,15 @@ class LocalSearch:
         of its spans that are known names, ``span_vecs`` the vectors of its other spans."""
         settings, reader = self.settings, self.reader
         # the three nearest-neighbour reads start together (overlapping on a server)
-        fact_read = soon(reader, nearest_facts, reader, qvec, settings.top_facts)
+        fact_read = read_beside(reader, nearest_facts, reader, qvec, settings.top_facts)
         entities = self.n_entities > 0
         top_read = (
-            soon(reader, reader.nearest, "entities", qvec, settings.top_entities)
+            read_beside(reader, reader.nearest, "entities", qvec, settings.top_entities)
             if entities and settings.top_entities > 0
             else None
         )
         span_read = (
-            soon(reader, reader.nearest, "entities", np.asarray(span_vecs), 1)
+            read_beside(reader, reader.nearest, "entities", np.asarray(span_vecs), 1)
             if entities and len(span_vecs)
             else None
         )
@@ -415,25 +414,3 @@ class LocalSearch:
         if reset.sum() <= 0:
             return np.zeros(self.n_vertices)
         return self.walk.mass(reset)
-
-
-_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-read")
-
-
-class _Later:
-    """A read done when its result is asked for (a reader in this process)."""
-
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.fn, self.args = fn, args
-
-    def result(self) -> Any:
-        return self.fn(*self.args)
-
-
-def soon(reader: GraphReader, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` started now, beside the search's other reads, where the reader
-    reads from a server (:attr:`GraphReader.concurrent_reads`: the server works on
-    both at once and the round trips overlap); otherwise done when asked for."""
-    if reader.concurrent_reads:
-        return _READS.submit(fn, *args)
-    return _Later(fn, args)

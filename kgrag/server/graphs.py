@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..engine import Engine
+from ..engine import Engine, is_graph_uri, uri_graph_name
 from ..errors import InvalidParams, NotFound
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -27,10 +27,8 @@ LOG_LEVELS = ["debug", "info", "notice", "warning", "error"]
 def parse_spec(spec: str) -> tuple[str, Path | str]:
     """``NAME=DIR`` or ``DIR`` (named after the folder) as (name, path); DIR may be a
     Neo4j URI (``neo4j://HOST:PORT/NAME``, named after its graph)."""
-    from kgrag.store.neo4j.store import Location, is_uri
-
-    if is_uri(spec):
-        return Location.parse(spec).name, spec
+    if is_graph_uri(spec):
+        return uri_graph_name(spec), spec
     name, sep, path = spec.partition("=")
     if not sep:
         name, path = Path(spec.rstrip("/")).name, spec
@@ -39,7 +37,7 @@ def parse_spec(spec: str) -> tuple[str, Path | str]:
             f"graph name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)",
             field="graph",
         )
-    return name, (path if is_uri(path) else Path(path))
+    return name, (path if is_graph_uri(path) else Path(path))
 
 
 class Graphs:

@@ -42,8 +42,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from .frames import dumps, error
 from .graphs import Graphs
-from .protocol import Context, Job, Limits, Rcp, Reply, Session, dumps, error
+from .protocol import Context, Job, Limits, Rcp, Reply, Session
 
 _PATH = re.compile(
     r"^(?:/graphs/(?P<graph>[^/]+))?(?:/s/(?P<session>[^/]+))?/rcp(?:/(?P<method>.+?))?/?$"

@@ -2,17 +2,22 @@
 
 They run on worker threads (:meth:`Rcp.submit`) and reach the engine facade
 only. Parameter checking belongs to the engine; what is here is the protocol's
-own part: idempotency keys on index/add, progress frames, catalog/list.
+own part: idempotency keys on index/add, progress frames, catalog/list. The
+table (:data:`TABLE`) names each method's result model (:mod:`kgrag.rcp.wire`),
+which the protocol holds every result to (:meth:`Method.check`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import BaseModel
 
-from kgrag.rcp.params import validate
+from kgrag.rcp import wire
+from kgrag.rcp.params import AddParams, DeleteParams, validate
 
 from ..errors import InvalidParams
 from .graphs import Graphs
@@ -54,20 +59,6 @@ class Context(Protocol):
 
 #: index/add results remembered per graph for ``_meta.idempotencyKey``
 IDEMPOTENCY_KEYS = 1024
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class AddParams(_Params):
-    documents: list[Any]
-    chunk: StrictBool = True
-    contextual: StrictBool = False
-
-
-class DeleteParams(_Params):
-    ids: list[str]
 
 
 def _engine(server: Rcp, call: Call) -> Any:
@@ -152,16 +143,46 @@ def catalog_list(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
     return {"engines": engines}
 
 
-TABLE: dict[str, Callable[[Rcp, Call, Context], dict[str, Any]]] = {
-    "retrieve": retrieve,
-    "graph": graph,
-    "embed": embed,
-    "rerank": rerank,
-    "query/transform": transform,
-    "index/add": index_add,
-    "index/delete": index_delete,
-    "feedback": feedback,
-    "memory/build": memory_build,
-    "memory/recall": memory_recall,
-    "catalog/list": catalog_list,
+log = logging.getLogger("kgrag.server")
+
+
+class ResultShapeError(Exception):
+    """A method's result is not the shape its model declares (a bug in the engine)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One engine-backed method: the function that answers it, and its result's model."""
+
+    name: str
+    run: Callable[[Rcp, Call, Context], dict[str, Any]]
+    result: type[BaseModel]
+
+    def check(self, result: dict[str, Any], *, whole: bool) -> None:
+        """Hold ``result`` to the model (:func:`kgrag.rcp.wire.check_result`): a result
+        that fails the cheap check is logged and sent as it is; with ``whole``, one that
+        fails the model raises :class:`ResultShapeError` (answered -32603)."""
+        problem = wire.check_result(self.result, result, whole=whole)
+        if problem is None:
+            return
+        if whole:
+            raise ResultShapeError(f"{self.name}: {problem}")
+        log.error("%s result is not a %s: %s", self.name, self.result.__name__, problem)
+
+
+TABLE: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("retrieve", retrieve, wire.RetrieveResult),
+        Method("graph", graph, wire.GraphResult),
+        Method("embed", embed, wire.EmbedResult),
+        Method("rerank", rerank, wire.RerankResult),
+        Method("query/transform", transform, wire.TransformResult),
+        Method("index/add", index_add, wire.IndexAddResult),
+        Method("index/delete", index_delete, wire.IndexDeleteResult),
+        Method("feedback", feedback, wire.FeedbackResult),
+        Method("memory/build", memory_build, wire.MemoryBuildResult),
+        Method("memory/recall", memory_recall, wire.MemoryRecallResult),
+        Method("catalog/list", catalog_list, wire.CatalogResult),
+    )
 }

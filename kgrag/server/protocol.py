@@ -15,9 +15,8 @@ cancelled or timed out once they run: their result is the only honest answer.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any
 
 from ..errors import KgragError, NotFound
 from . import methods
+from .frames import error, failure, id_key, ok, valid_id
 from .graphs import LOG_LEVELS, Graphs
 
 log = logging.getLogger("kgrag.server")
@@ -62,54 +62,11 @@ SIDE_EFFECTS = frozenset({"index/add", "index/delete", "feedback"})
 
 #: vendor param naming the served graph a call is for (spec §6.2 ``x-<vendor>`` fields)
 GRAPH_PARAM = "x-kgrag-graph"
+#: set to 1 to validate every result against its whole model (:mod:`kgrag.rcp.wire`)
+CHECK_RESULTS_ENV = "KGRAG_CHECK_RESULTS"
 
 Send = Callable[[dict[str, Any]], None]
 Emit = Callable[[dict[str, Any]], None]
-
-
-def ok(id_: Any, result: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "result": result}
-
-
-def error(id_: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if data:
-        err["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": err}
-
-
-def failure(id_: Any, exc: KgragError) -> dict[str, Any]:
-    return error(id_, exc.code, exc.message, dict(exc.data) if exc.data else None)
-
-
-def _finite(value: Any) -> Any:
-    """A copy of ``value`` with NaN and infinities replaced by 0.0 (spec §4.6)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else 0.0
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def dumps(message: Any) -> bytes:
-    """One compact, single-line UTF-8 JSON frame; never NaN or Infinity."""
-    try:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        log.warning("a result carried a non-finite number; sent as 0.0")
-        text = json.dumps(_finite(message), ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8")
-
-
-def id_key(id_: Any) -> str:
-    """In-flight key of a request id: 1 and "1" are different ids."""
-    return json.dumps(id_)
-
-
-def _valid_id(id_: Any) -> bool:
-    return isinstance(id_, str) or (isinstance(id_, (int, float)) and not isinstance(id_, bool))
 
 
 @dataclass
@@ -157,7 +114,7 @@ class Call:
         self._emit = emit
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        self.progress_token = token if _valid_id(token) else None
+        self.progress_token = token if valid_id(token) else None
         self.started = time.perf_counter()
         self._lock = threading.Lock()
         self._answered = False
@@ -253,11 +210,22 @@ class Limits:
 class Rcp:
     """The protocol engine of one server: the graphs it serves and its workers."""
 
-    def __init__(self, graphs: Graphs, *, transport: str, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        graphs: Graphs,
+        *,
+        transport: str,
+        limits: Limits | None = None,
+        check_results: bool | None = None,
+    ) -> None:
         self.graphs = graphs
         self.transport = transport
         self.limits = limits or Limits()
         self.methods = methods.TABLE
+        #: validate each result against its whole model, not only its fields
+        self.check_results = (
+            os.environ.get(CHECK_RESULTS_ENV) == "1" if check_results is None else check_results
+        )
         self.executor = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="rcp")
         self._pending = 0
         self._pending_lock = threading.Lock()
@@ -332,7 +300,7 @@ class Rcp:
             return Reply(error(None, -32600, "a request must be a JSON object"))
         has_id = "id" in message
         id_ = message.get("id")
-        if has_id and not _valid_id(id_):
+        if has_id and not valid_id(id_):
             return Reply(error(None, -32600, "id must be a string or a number"))
         reply_id = id_ if has_id else None
         if message.get("jsonrpc") != "2.0":
@@ -402,8 +370,15 @@ class Rcp:
         return name
 
     def _runner(self, method: str, ctx: Context) -> Callable[[Call], dict[str, Any]]:
-        fn = self.methods[method]
-        return lambda call: fn(self, call, ctx)
+        entry = self.methods[method]
+        whole = self.check_results
+
+        def run(call: Call) -> dict[str, Any]:
+            result = entry.run(self, call, ctx)
+            entry.check(result, whole=whole)
+            return result
+
+        return run
 
     def _notification(self, method: str, params: Any, ctx: Context) -> Job | None:
         """Notifications are never answered (§4.5); cancel acts, side effects run."""
@@ -412,7 +387,7 @@ class Rcp:
             return None
         if method == "notifications/cancel":
             target = params.get("id")
-            if _valid_id(target):
+            if valid_id(target):
                 with session.lock:
                     call = session.inflight.get(id_key(target))
                 if call is not None:

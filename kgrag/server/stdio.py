@@ -17,8 +17,9 @@ import sys
 import threading
 from typing import IO, Any
 
+from .frames import dumps, error
 from .graphs import Graphs
-from .protocol import Context, Job, Limits, Rcp, Reply, Session, dumps, error
+from .protocol import Context, Job, Limits, Rcp, Reply, Session
 
 log = logging.getLogger("kgrag.server")
 _LEVELS = {"debug": 10, "info": 20, "notice": 25, "warning": 30, "error": 40}

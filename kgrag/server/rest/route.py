@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import rcp
 
+from kgrag.engine import explore
 from kgrag.errors import KgragError
-from kgrag.search.agentic import explore
 from kgrag.server.rest.models import QueryBody, QueryBodyV2
 
 CHUNK_TYPES = ("text", "image", "table", "page")
@@ -162,6 +162,17 @@ def _trace(index: int, observation: str, decision: str, result: str, started: fl
     }
 
 
+@dataclass
+class Routed:
+    """What a router found, and how its run went."""
+
+    router: str
+    hits: list[dict[str, Any]]
+    stop: str
+    failure: str = ""
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
 def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
     """The response to ``body`` over ``engine`` (the graph of ``namespace``)."""
     started = time.perf_counter()
@@ -177,55 +188,71 @@ def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
         notes.append(f"agent_explore_model {body.agent_explore_model!r} recorded; none is called")
     scope = Scope.of(body)
     scoped = [c for c in engine.chunks() if scope.admits(c)]
-    trace: list[dict[str, Any]] = []
-    stop, failure = "", ""
     if len(scoped) <= top_k:
-        router = "small_corpus_all"
-        hits = _all_ranked(engine, body, scope, scoped)
-        stop = "small_corpus"
-        trace.append(
-            _trace(
-                0,
-                f"{len(scoped)} chunks in scope, top_k {top_k}",
-                "return every chunk in scope, ranked by hybrid relevance",
-                f"{len(hits)} chunks",
-                started,
-            )
-        )
+        routed = _small_corpus(engine, body, scope, scoped, top_k, started)
     elif body.use_agentic is False:
-        router = "classic_topk"
-        hits = classic_bm25(engine, body, scope, recall_k)
-        stop = "completed"
-        trace.append(
-            _trace(
-                0,
-                f"{len(scoped)} chunks in scope",
-                "classic map-unit BM25, RRF" + (" then rerank" if body.rerank else ""),
-                f"{len(hits)} chunks recalled (internal_recall_k {recall_k})",
-                started,
-            )
-        )
+        routed = _classic(engine, body, scope, len(scoped), recall_k, started)
     else:
-        router = "agentic"
-        try:
-            run = explore(engine, body, scope, top_k, recall_k, classic=recall)
-            hits, stop, trace = run.hits, run.stop_reason, run.trace
-            failure = run.failure_reason
-            for h in hits:  # the exploration's fused score is its RRF score
-                h["scores"] = h.get("scores", {}) | {"rrf": h["score"]}
-            if body.rerank and hits:
-                t0 = time.perf_counter()
-                hits = rerank_fused(engine, body, hits)
-                trace.append(
-                    _trace(len(trace), f"{len(hits)} fused chunks", "rerank", "reordered", t0)
-                )
-        except KgragError as exc:  # the exploration failed: answer with classic recall
-            hits = classic_bm25(engine, body, scope, recall_k)
-            stop, failure = "failure", f"agentic route failed ({exc.message}); classic results"
+        routed = _agentic(engine, body, scope, top_k, recall_k)
+    hits = routed.hits
     if body.threshold is not None:
         hits = [h for h in hits if rrf_score(h) >= body.threshold]
     hits = hits[:top_k]
-    return _response(namespace, body, router, hits, stop, failure, trace, notes)
+    return _response(namespace, body, routed, hits, notes)
+
+
+def _small_corpus(
+    engine: Any,
+    body: QueryBody,
+    scope: Scope,
+    scoped: list[dict[str, Any]],
+    top_k: int,
+    started: float,
+) -> Routed:
+    """Router ``small_corpus_all``: every chunk in scope, ranked."""
+    hits = _all_ranked(engine, body, scope, scoped)
+    step = _trace(
+        0,
+        f"{len(scoped)} chunks in scope, top_k {top_k}",
+        "return every chunk in scope, ranked by hybrid relevance",
+        f"{len(hits)} chunks",
+        started,
+    )
+    return Routed("small_corpus_all", hits, "small_corpus", trace=[step])
+
+
+def _classic(
+    engine: Any, body: QueryBody, scope: Scope, in_scope: int, recall_k: int, started: float
+) -> Routed:
+    """Router ``classic_topk``: map-unit BM25, RRF, and a rerank if asked."""
+    hits = classic_bm25(engine, body, scope, recall_k)
+    step = _trace(
+        0,
+        f"{in_scope} chunks in scope",
+        "classic map-unit BM25, RRF" + (" then rerank" if body.rerank else ""),
+        f"{len(hits)} chunks recalled (internal_recall_k {recall_k})",
+        started,
+    )
+    return Routed("classic_topk", hits, "completed", trace=[step])
+
+
+def _agentic(engine: Any, body: QueryBody, scope: Scope, top_k: int, recall_k: int) -> Routed:
+    """Router ``agentic``: the graph exploration; classic recall when it fails."""
+    trace: list[dict[str, Any]] = []
+    try:
+        run = explore(engine, body, scope, top_k, recall_k, classic=recall)
+        hits, trace = run.hits, run.trace
+        for h in hits:  # the exploration's fused score is its RRF score
+            h["scores"] = h.get("scores", {}) | {"rrf": h["score"]}
+        if body.rerank and hits:
+            t0 = time.perf_counter()
+            hits = rerank_fused(engine, body, hits)
+            trace.append(_trace(len(trace), f"{len(hits)} fused chunks", "rerank", "reordered", t0))
+        return Routed("agentic", hits, run.stop_reason, run.failure_reason, trace)
+    except KgragError as exc:  # the exploration failed: answer with classic recall
+        hits = classic_bm25(engine, body, scope, recall_k)
+        failure = f"agentic route failed ({exc.message}); classic results"
+        return Routed("agentic", hits, "failure", failure, trace)
 
 
 def _all_ranked(
@@ -253,13 +280,33 @@ def _names(hit: dict[str, Any]) -> tuple[str, str, str]:
 def _response(
     namespace: str,
     body: QueryBody,
-    router: str,
+    routed: Routed,
     hits: list[dict[str, Any]],
-    stop: str,
-    failure: str,
-    trace: list[dict[str, Any]],
     notes: list[str],
 ) -> dict[str, Any]:
+    results, referenced, groups = _rows(hits)
+    return {
+        "namespace": namespace,
+        "query": body.query,
+        "router_used": routed.router,
+        "evidence": _evidence(groups),
+        "evidence_text": "",
+        "answer_text": "",
+        "referenced_chunks": referenced,
+        "results": results,
+        "stop_reason": routed.stop,
+        "failure_reason": routed.failure,
+        "decision_trace": routed.trace,
+        "notes": notes,
+        "conversation_id": body.conversation_id,
+    }
+
+
+def _rows(
+    hits: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    """Each hit as a result and a referenced chunk, and the hits grouped by document
+    and section (the evidence groups, in first-seen order)."""
     results, referenced = [], []
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for hit in hits:
@@ -295,6 +342,11 @@ def _response(
                 "text": hit.get("text", ""),
             }
         )
+    return results, referenced, groups
+
+
+def _evidence(groups: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One labelled evidence block per group, its parts in chunk order."""
     evidence = []
     for n, ((doc, section), group) in enumerate(groups.items(), start=1):
         parts = sorted(group["parts"], key=lambda p: p["chunk_index"])
@@ -309,18 +361,4 @@ def _response(
                 "parts": parts,
             }
         )
-    return {
-        "namespace": namespace,
-        "query": body.query,
-        "router_used": router,
-        "evidence": evidence,
-        "evidence_text": "",
-        "answer_text": "",
-        "referenced_chunks": referenced,
-        "results": results,
-        "stop_reason": stop,
-        "failure_reason": failure,
-        "decision_trace": trace,
-        "notes": notes,
-        "conversation_id": body.conversation_id,
-    }
+    return evidence

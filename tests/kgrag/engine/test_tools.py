@@ -218,7 +218,7 @@ def test_rerank_with_the_cross_encoder(science_graph, cross_encoder_dir):
         params = {"query": "who married Pierre Curie", "passages": PASSAGES}
         out = tools.rerank(retriever, params | {"method": "cross-encoder", "topN": 1})
         assert out["order"] == [RELEVANT] and len(out["scores"]) == len(PASSAGES)
-        assert "cross-encoder" in retriever._rerankers  # shared with retrieve's rerank stage
+        assert "cross-encoder" in retriever.rerankers  # shared with retrieve's rerank stage
 
 
 # -- query/transform ----------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 
 from kgrag.config import RetrievalConfig
 from kgrag.encoders import Encoder, load_encoder
+from kgrag.engine.graph import GraphOps
 from kgrag.errors import InvalidParams, PayloadTooLarge
 from kgrag.rcp.feedback import FILENAME, MAX_SIGNALS, FeedbackStore, Flag
 from kgrag.rcp.wire import GraphResult, RetrieveResult
@@ -315,13 +316,13 @@ def test_a_call_in_flight_is_not_altered(store, make_retriever, encoder):
 def test_graph_local_hits_sink_within_their_unit(store, make_retriever):
     retriever = make_retriever(store)
     params = {"op": "local", "query": BRIDGE_Q, "k": 8}
-    before = _strip(retriever.graph_ops.run(params))
+    before = _strip(GraphOps(retriever).run(params))
     by_unit = {u: [h for h in before["hits"] if h["unit"] == u] for u in ("chunk", "node")}
     assert len(by_unit["chunk"]) >= 3 and len(by_unit["node"]) >= 2
     chunk, node = by_unit["chunk"][0]["id"], by_unit["node"][0]["id"]
     _poison(store, chunk)
     store.record({"signals": [{"hitId": node, "injectionSuspected": True}]})
-    after = _strip(retriever.graph_ops.run(params))
+    after = _strip(GraphOps(retriever).run(params))
     GraphResult.model_validate(after)
     assert [h["unit"] for h in after["hits"]] == [h["unit"] for h in before["hits"]]
     for unit, flagged in (("chunk", chunk), ("node", node)):

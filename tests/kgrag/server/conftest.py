@@ -1,7 +1,12 @@
-"""Fixtures of the server tests: real graphs, real pipes, a real HTTP server on loopback."""
+"""Fixtures of the server tests: real graphs, real pipes, a real HTTP server on loopback.
+
+Every server these tests start, in process or as a subprocess, holds each result to
+its whole wire model (:mod:`kgrag.rcp.wire`): a result of the wrong shape fails the
+call with -32603, and so the test that made it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +15,8 @@ import pytest
 from stdio_pipe import Pipe
 
 from kgrag.server import Graphs
+
+os.environ["KGRAG_CHECK_RESULTS"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kgrag.engine.graph import _specific_top
+from kgrag.retrieval.graph_hits import _specific_top
 
 
 def test_specific_top_is_the_top_of_every_entity_weighed():
