@@ -18,12 +18,8 @@ from typing import Any
 
 import numpy as np
 
-try:  # scipy's CSR row-gather kernel (what ``csr_matrix[rows]`` calls)
-    from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
-except ImportError:  # pragma: no cover - a scipy that moved it
-    _csr_row_index = None
-
-from ..types import (
+from kgrag.store.kernels import Adjacency, PathLimits, path_rounds, pushed_pagerank, tolls
+from kgrag.types import (
     Chunk,
     Community,
     Document,
@@ -95,91 +91,6 @@ def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, fl
     """The ``k`` best (row, score) pairs, best first, ties by row."""
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]
-
-
-@dataclass(frozen=True, slots=True)
-class Adjacency:
-    """The neighbours of a set of rows, CSR-shaped: row i of the request has
-    ``indices[indptr[i]:indptr[i+1]]`` (sorted), with ``data`` (and ``edge``, the
-    relation row of each, for ``relations``) alongside."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    edge: np.ndarray | None = None
-
-    def of(self, i: int) -> np.ndarray:
-        return self.indices[self.indptr[i] : self.indptr[i + 1]]
-
-
-@dataclass(frozen=True, slots=True)
-class PathLimits:
-    """How far a provenance path search goes (:meth:`GraphReader.shortest_paths`): path
-    lengths up to ``limit``; no path through an entity of more than ``hub_degree``
-    relations (a seed excepted); it stops after settling ``max_reached`` entities, or
-    before a round that would follow more than ``max_offers`` edges in all. Reaching an
-    entity more than ``generic`` passages mention costs ``toll`` more."""
-
-    limit: float
-    hub_degree: int
-    max_reached: int
-    max_offers: int
-    generic: float
-    toll: float
-
-
-def gather_rows(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``rows`` of the CSR arrays ``(indptr, indices, data)`` (columns, of CSC
-    ones), concatenated in request order: ``(indptr, indices, data)`` of the result.
-
-    Where ``indptr`` and ``indices`` share an integer type (an in-memory scipy
-    matrix's do) this is scipy's row-gather kernel (``csr_row_index``, what
-    ``matrix[rows]`` runs), a third of the time of :func:`index_ranges` and a fancy
-    index (2Wiki's walk: 55 against 181 us for 5,000 columns); else the latter."""
-    r = np.asarray(rows, dtype=np.int64)
-    kind = indices.dtype
-    if (
-        _csr_row_index is not None
-        and indptr.dtype == kind
-        and kind in (np.int32, np.int64)
-        and isinstance(data, np.ndarray)
-        and data.dtype in (np.float32, np.float64)
-        and indptr.flags.c_contiguous
-        and indices.flags.c_contiguous
-        and data.flags.c_contiguous
-    ):
-        lengths = indptr[r + 1] - indptr[r]
-        ptr = np.zeros(len(r) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ptr[1:])
-        cols = np.empty(int(ptr[-1]), dtype=kind)
-        values = np.empty(int(ptr[-1]), dtype=data.dtype)
-        _csr_row_index(len(r), r.astype(kind), indptr, indices, data, cols, values)
-        return ptr, cols, values
-    ptr, take = row_ranges(indptr, r)
-    return ptr, np.asarray(indices[take]), np.asarray(data[take])
-
-
-def row_ranges(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For rows ``rows`` of CSR pointers ``indptr``: the pointers of those rows one after
-    another, and the positions of their entries (:func:`index_ranges`)."""
-    r = np.asarray(rows, dtype=np.int64)
-    starts = np.asarray(indptr[r], dtype=np.int64)
-    lengths = np.asarray(indptr[r + 1], dtype=np.int64) - starts
-    ptr = np.zeros(len(r) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    return ptr, index_ranges(starts, lengths)
-
-
-def index_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenated index ranges [start, start + length) of each pair."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(lengths)
-    offsets = np.repeat(starts - (ends - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 class GraphReader(ABC):
@@ -308,10 +219,9 @@ class GraphReader(ABC):
         self, reset: np.ndarray, damping: float, eps: float, rounds: int = 100
     ) -> np.ndarray:
         """Approximate personalized PageRank over the stored walk
-        (:func:`kgrag.search.pagerank.pushed_pagerank`; ``reset`` over every vertex). Each
+        (:func:`kgrag.store.kernels.pushed_pagerank`; ``reset`` over every vertex). Each
         round reads the walk columns of its active vertices by :meth:`adjacency`; a
         server-backed store may run the whole push where the graph lives."""
-        from kgrag.search.pagerank import pushed_pagerank
 
         def columns(active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             adj = self.adjacency("walk", active)
@@ -325,10 +235,8 @@ class GraphReader(ABC):
         """Multi-source shortest paths over the relations from the entity rows ``seeds``
         (best first) until an entity of every group is settled (every entity within
         the limits when None): each entity's length and predecessor row (-9999 at a
-        seed). :func:`kgrag.search.paths.path_rounds` over :meth:`adjacency` and the
+        seed). :func:`kgrag.store.kernels.path_rounds` over :meth:`adjacency` and the
         entities' ``chunks``; a server-backed store may run it where the graph lives."""
-        from kgrag.search.paths import path_rounds, tolls
-
         return path_rounds(
             lambda rows: self.adjacency("relations", rows),
             lambda rows: tolls(self, rows, limits),

@@ -24,15 +24,8 @@ import scipy.sparse as sp
 
 from kgrag.errors import InvalidParams, StoreError
 from kgrag.store.arrays import FileRows, map_array
-from kgrag.store.base import (
-    GRAPHS,
-    Adjacency,
-    exact_scores,
-    gather_rows,
-    nearest_request,
-    row_ranges,
-    top_rows,
-)
+from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
+from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
 from kgrag.store.serving import HALF_KINDS
 
 _MIN_CANDIDATES = 32  # half-precision scans take at least this many

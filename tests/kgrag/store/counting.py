@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..types import (
+from kgrag.store.base import Adjacency, GraphReader, GraphStore, GraphWriter
+from kgrag.types import (
     Chunk,
     Community,
     Document,
@@ -32,7 +33,6 @@ from ..types import (
     Synonym,
     TreeNode,
 )
-from .base import Adjacency, GraphReader, GraphStore, GraphWriter
 
 _SCANS = ("similarity", "chunk_vertices", "attribute")
 
