@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from kgrag.rcp import sessions as state
 from kgrag.rcp.feedback import sink_hits
 from kgrag.rcp.params import parse_params, validate
 from kgrag.retrieval.units import prefetch, rows_of
+from kgrag.search.stats import specificity
 
 OPS = ("local", "global", "drift", "communities", "neighbors")
 #: hit units ``local`` returns, in this order, unless ``unit`` picks some
@@ -352,7 +354,9 @@ class GraphOps:
         if not len(source.ids):
             return []
         reader = self.r.reader
-        top, weighted = _specific_top(found.mass[: local.n_entities], reader.specificity, k)
+        top, weighted = _specific_top(
+            found.mass[: local.n_entities], partial(specificity, reader), k
+        )
         mass = dict(zip(top.tolist(), weighted.tolist(), strict=True))
         order = top.tolist()
         ids = dict(zip(order, reader.ids("entities", order), strict=True))

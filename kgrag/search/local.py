@@ -59,6 +59,7 @@ from kgrag.search.local_rerank_model import MODEL
 from kgrag.search.local_rerank_model_long import LONG_MODEL
 from kgrag.search.names import NameIndex
 from kgrag.search.pagerank import personalized_pagerank, pushed_pagerank, transition, walk_matrix
+from kgrag.search.stats import chunk_vertices, lookup_names, specificity
 from kgrag.store import GraphReader
 from kgrag.text.keys import COOC, WALK_WEIGHTS
 from kgrag.whole_graph import build_graph
@@ -188,7 +189,7 @@ class LocalSearch:
         self.long_model = long_model
         self.n_chunks, self.n_entities = reader.size("chunks"), reader.size("entities")
         self.n_vertices = self.n_entities + self.n_chunks
-        self.names = NameIndex.from_lookup(reader.lookup_names)
+        self.names = NameIndex.from_lookup(lambda keys: lookup_names(reader, keys))
         self._sparse = reader.search_sparse
         self._chunk_vertex: np.ndarray | None = None
         self.configure(settings or LocalSettings())
@@ -197,7 +198,7 @@ class LocalSearch:
     def chunk_vertex(self) -> np.ndarray:
         """The vertex of each chunk row (read once: one int per passage)."""
         if self._chunk_vertex is None:
-            self._chunk_vertex = np.asarray(self.reader.chunk_vertices(), dtype=np.int64)
+            self._chunk_vertex = np.asarray(chunk_vertices(self.reader), dtype=np.int64)
         return self._chunk_vertex
 
     def configure(self, settings: LocalSettings) -> None:
@@ -356,7 +357,7 @@ class LocalSearch:
         # seeds' only (a few dozen entities, where every candidate's are ~1,000)
         touched = sorted({int(e) for e in entities.of(rows[0])} | set(seed_rows))
         spec = dict(
-            zip(touched, r.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True)
+            zip(touched, specificity(r, np.array(touched, dtype=np.int64)).tolist(), strict=True)
         )
         return features(
             rows,
@@ -393,7 +394,7 @@ class LocalSearch:
             return Hop()
         ents = np.unique(r.adjacency("mentions", np.array(start, dtype=np.int64)).indices)
         ents = ents[~np.isin(ents, np.fromiter(seeds, dtype=np.int64, count=len(seeds)))]
-        spec = r.specificity(ents.astype(np.int64)) if len(ents) else np.zeros(0)
+        spec = specificity(r, ents.astype(np.int64)) if len(ents) else np.zeros(0)
         keep = spec >= s.hop_specific
         if not keep.any():
             return Hop()
@@ -528,7 +529,7 @@ class LocalSearch:
         if seeds:
             rows = np.fromiter(seeds, dtype=np.int64, count=len(seeds))
             weights = np.maximum(np.fromiter(seeds.values(), dtype=np.float64), 0.0)
-            reset[rows] = weights * self.reader.specificity(rows)
+            reset[rows] = weights * specificity(self.reader, rows)
         if len(dense):
             scaled = _minmax(dense)
             if 0 < s.seed_passages < len(scaled):  # the best passages only: a local walk

@@ -31,6 +31,7 @@ import numpy as np
 from kgrag.ids import content_id
 from kgrag.search.evidence import Reading, state_endings, state_links
 from kgrag.search.explanation import STATED, Explanation
+from kgrag.search.stats import title_entity
 from kgrag.store import GraphReader, PathLimits
 from kgrag.store.kernels import tolls
 from kgrag.types import Relation
@@ -301,7 +302,7 @@ class PathFinder:
 
     def _bridge(self, ex: Explanation, named_by: str, cid: str) -> None:
         row = self.reader.rows("chunks", [cid])
-        target_row = int(self.reader.title_entity(row)[0]) if row[0] >= 0 else -1
+        target_row = int(title_entity(self.reader, row)[0]) if row[0] >= 0 else -1
         if target_row < 0:
             ex.edges.append(_edge(named_by, cid, "names", named_by))
         else:

@@ -44,6 +44,12 @@ _SMALL_WALK = 16_000_000
 _FEW_ROWS = 512  # scattered rows read by pread rather than through a map, at most
 _SMALL_FILE = 8 << 20  # ... of a file larger than this (bytes)
 
+#: attributes of a row kept in a file of their own, not ``attr.<kind>.<name>.npy``
+_ATTRIBUTE_FILES = {
+    ("chunks", "vertex"): "chunk_vertex",
+    ("chunks", "title_entity"): "title_entity",
+}
+
 
 class ServingFiles:
     """The mapped serving files of one version folder."""
@@ -263,18 +269,12 @@ class ServingFiles:
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         return [b.decode() for b in self._gather("relations.ids", edges).tolist()]
 
-    def chunk_vertices(self, rows: np.ndarray | None) -> np.ndarray:
-        cv = self.array("chunk_vertex")
-        return np.asarray(cv if rows is None else cv[np.asarray(rows, dtype=np.int64)])
-
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(self.array("title_entity")[np.asarray(rows, dtype=np.int64)])
-
     def attribute(self, kind: str, name: str, rows: np.ndarray | None) -> np.ndarray:
-        path = self.folder / f"attr.{kind}.{name}.npy"
+        file = _ATTRIBUTE_FILES.get((kind, name), f"attr.{kind}.{name}")
+        path = self.folder / f"{file}.npy"
         if not path.exists():
             raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
-        column = self.array(f"attr.{kind}.{name}")
+        column = self.array(file)
         return column if rows is None else np.asarray(column[np.asarray(rows, dtype=np.int64)])
 
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:

@@ -24,7 +24,7 @@ import signal
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,13 +36,14 @@ from kgrag.store import schema
 from kgrag.store.base import (
     RECORD_KINDS,
     VECTOR_KINDS,
-    Adjacency,
     GraphReader,
     GraphStore,
     GraphWriter,
+    record_request,
 )
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words
 from kgrag.store.folder.files import ServingFiles
+from kgrag.store.kernels import Adjacency
 from kgrag.store.serving import ANN_MIN_ROWS, SERVING, SERVING_FORMAT, derive
 from kgrag.types import (
     Chunk,
@@ -356,22 +357,48 @@ class SQLiteGraphReader(GraphReader):
     def counts(self) -> dict[str, int]:
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in RECORD_KINDS}
 
-    def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
+    def records(
+        self,
+        kind: str,
+        keys: Sequence[str] | None = None,
+        *,
+        key: str = "id",
+        level: int | None = None,
+    ) -> list[Any]:
+        record_request(kind, keys, key)
+        if kind == "communities":
+            return self._communities(level, keys)
+        if kind == "tree_nodes":
+            return self._tree_nodes(level, keys)
+        if kind == "relations":
+            return self._relations(keys, by_end=key == "end")
+        if kind == "synonyms":
+            return self._synonyms()
+        read: dict[str, Callable[[Sequence[str] | None], list[Any]]] = {
+            "documents": self._documents,
+            "chunks": self._chunks,
+            "sentences": self._sentences,
+            "entities": self._entities,
+            "mentions": self._mentions,
+        }
+        return read[kind](keys)
+
+    def _documents(self, ids: Sequence[str] | None) -> list[Document]:
         sql = "SELECT id, title, uri, meta, text, sections FROM documents"
         rows = self._by_ids(sql, "id", ids)
         return sorted((schema.document(r) for r in rows), key=lambda d: d.id)
 
-    def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
+    def _chunks(self, ids: Sequence[str] | None) -> list[Chunk]:
         sql = f"SELECT {schema.CHUNK_COLUMNS} FROM chunks"
         rows = self._by_ids(sql, "id", ids)
         return sorted((schema.chunk(r) for r in rows), key=lambda c: (c.doc_id, c.index))
 
-    def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
+    def _sentences(self, chunk_ids: Sequence[str] | None) -> list[Sentence]:
         sql = 'SELECT chunk_id, idx, start, "end", entity_ids FROM sentences'
         rows = self._by_ids(sql, "chunk_id", chunk_ids)
         return sorted((schema.sentence(r) for r in rows), key=lambda s: (s.chunk_id, s.index))
 
-    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
+    def _entities(self, ids: Sequence[str] | None) -> list[Entity]:
         sql = "SELECT id, name, type, aliases FROM entities"
         rows = self._by_ids(sql, "id", ids)
         chunks: dict[str, list[str]] = {}
@@ -388,41 +415,32 @@ class SQLiteGraphReader(GraphReader):
         sql = "SELECT entity_id, chunk_id, count FROM mentions"
         return [schema.mention(r) for r in self._by_ids(sql, "entity_id", entity_ids)]
 
-    def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
+    def _mentions(self, chunk_ids: Sequence[str] | None) -> list[Mention]:
         sql = "SELECT entity_id, chunk_id, count FROM mentions"
         rows = self._by_ids(sql, "chunk_id", chunk_ids)
         return sorted((schema.mention(r) for r in rows), key=lambda m: (m.chunk_id, m.entity_id))
 
-    def relations(
-        self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
-    ) -> list[Relation]:
+    def _relations(self, keys: Sequence[str] | None, by_end: bool) -> list[Relation]:
         base = "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
-        if touching is not None:
-            rows = self._by_ids(base, "src", touching)
-            rows += self._by_ids(base, "dst", touching)
-            if ids is not None:
-                wanted = set(ids)
-                rows = [r for r in rows if r[0] in wanted]
+        if by_end and keys is not None:
+            rows = self._by_ids(base, "src", keys)
+            rows += self._by_ids(base, "dst", keys)
         else:
-            rows = self._by_ids(base, "id", ids)
+            rows = self._by_ids(base, "id", keys)
         unique = {r[0]: r for r in rows}
         return [schema.relation(unique[k]) for k in sorted(unique)]
 
-    def synonyms(self) -> list[Synonym]:
+    def _synonyms(self) -> list[Synonym]:
         rows = self._rows("SELECT src, dst, score FROM synonyms ORDER BY src, dst")
         return [schema.synonym(r) for r in rows]
 
-    def communities(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[Community]:
+    def _communities(self, level: int | None, ids: Sequence[str] | None) -> list[Community]:
         sql = "SELECT * FROM communities"
         rows = self._by_ids(sql, "id", ids)
         out = [schema.community(r) for r in rows if level is None or r[1] == level]
         return sorted(out, key=lambda c: (c.level, c.id))
 
-    def tree_nodes(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[TreeNode]:
+    def _tree_nodes(self, level: int | None, ids: Sequence[str] | None) -> list[TreeNode]:
         sql = "SELECT * FROM tree_nodes"
         rows = self._by_ids(sql, "id", ids)
         out = [schema.tree_node(r) for r in rows if level is None or r[1] == level]
@@ -513,9 +531,6 @@ class SQLiteGraphReader(GraphReader):
     def adjacency(self, graph: str, rows: np.ndarray) -> Adjacency:
         return self.serving.adjacency(graph, rows)
 
-    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self.serving.chunk_vertices(rows)
-
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
         return self.serving.lookup(kind, keys)
 
@@ -524,9 +539,6 @@ class SQLiteGraphReader(GraphReader):
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         return self.serving.relation_ids(edges)
-
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        return self.serving.title_entity(rows)
 
     def close(self) -> None:
         self.serving.close()

@@ -80,6 +80,7 @@ from kgrag.store.base import (
     PathLimits,
     exact_scores,
     nearest_request,
+    record_request,
     top_rows,
 )
 from kgrag.store.bm25 import (
@@ -163,7 +164,7 @@ def _weight(value: Any) -> int:
 
 
 _ATTRS = {
-    "chunks": ("title",),
+    "chunks": ("title", "vertex", "title_entity"),
     "entities": ("chunks", "degree", "component"),
     "communities": ("level", "rating", "size", "id_rank", "canonical", "hierarchy"),
 }
@@ -1185,20 +1186,46 @@ class Neo4jGraphReader(GraphReader):
         counts = self.manifest.get("counts") or {}
         return {kind: int(counts.get(kind, 0)) for kind in RECORD_KINDS}
 
-    def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
+    def records(
+        self,
+        kind: str,
+        keys: Sequence[str] | None = None,
+        *,
+        key: str = "id",
+        level: int | None = None,
+    ) -> list[Any]:
+        record_request(kind, keys, key)
+        if kind == "communities":
+            return self._communities(level, keys)
+        if kind == "tree_nodes":
+            return self._tree_nodes(level, keys)
+        if kind == "relations":
+            return self._relations(keys, by_end=key == "end")
+        if kind == "synonyms":
+            return self._synonyms()
+        read: dict[str, Callable[[Sequence[str] | None], list[Any]]] = {
+            "documents": self._documents,
+            "chunks": self._chunks,
+            "sentences": self._sentences,
+            "entities": self._entities,
+            "mentions": self._mentions,
+        }
+        return read[kind](keys)
+
+    def _documents(self, ids: Sequence[str] | None) -> list[Document]:
         return sorted(
             (schema.document(r) for r in self._recs("documents", ids)), key=lambda d: d.id
         )
 
-    def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
+    def _chunks(self, ids: Sequence[str] | None) -> list[Chunk]:
         out = (schema.chunk(r) for r in self._recs("chunks", ids))
         return sorted(out, key=lambda c: (c.doc_id, c.index))
 
-    def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
+    def _sentences(self, chunk_ids: Sequence[str] | None) -> list[Sentence]:
         out = (schema.sentence(r) for r in self._recs("sentences", chunk_ids, key="chunk_id"))
         return sorted(out, key=lambda s: (s.chunk_id, s.index))
 
-    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
+    def _entities(self, ids: Sequence[str] | None) -> list[Entity]:
         label = self.L["entities"]
         query = (
             f"MATCH (e:`{label}`) %sOPTIONAL MATCH (c)-[:MENTIONS]->(e) "
@@ -1234,7 +1261,7 @@ class Neo4jGraphReader(GraphReader):
 
         return self._memo("entity-name", ids, fetch)
 
-    def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
+    def _mentions(self, chunk_ids: Sequence[str] | None) -> list[Mention]:
         where = "" if chunk_ids is None else "WHERE c.id IN $ids "
         found = self._q(
             f"MATCH (c:`{self.L['chunks']}`)-[m:MENTIONS]->(e) {where}RETURN e.id, c.id, m.count",
@@ -1244,20 +1271,15 @@ class Neo4jGraphReader(GraphReader):
             (Mention(r[0], r[1], r[2]) for r in found), key=lambda m: (m.chunk_id, m.entity_id)
         )
 
-    def relations(
-        self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
-    ) -> list[Relation]:
+    def _relations(self, ids: Sequence[str] | None, by_end: bool) -> list[Relation]:
         e = self.L["entities"]
-        if touching is not None:
+        if by_end and ids is not None:
             found = self._q(
                 f"UNWIND $t AS k MATCH (a:`{e}` {{id: k}})-[r:RELATED]-(:`{e}`) "
                 "RETURN DISTINCT r.rec",
-                t=list(dict.fromkeys(touching)),
+                t=list(dict.fromkeys(ids)),
             )
             recs = [json.loads(r[0]) for r in found]
-            if ids is not None:
-                wanted = set(ids)
-                recs = [r for r in recs if r[0] in wanted]
         elif ids is not None:
 
             def fetch(wanted: list[str]) -> dict[str, Any]:
@@ -1278,20 +1300,16 @@ class Neo4jGraphReader(GraphReader):
         unique = {r[0]: r for r in recs}
         return [schema.relation(unique[k]) for k in sorted(unique)]
 
-    def synonyms(self) -> list[Synonym]:
+    def _synonyms(self) -> list[Synonym]:
         e = self.L["entities"]
         found = self._q(f"MATCH (a:`{e}`)-[s:SYNONYM]->(b:`{e}`) RETURN a.id, b.id, s.score")
         return sorted((Synonym(r[0], r[1], r[2]) for r in found), key=lambda s: (s.src, s.dst))
 
-    def communities(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[Community]:
+    def _communities(self, level: int | None, ids: Sequence[str] | None) -> list[Community]:
         out = [schema.community(r) for r in self._leveled("communities", level, ids)]
         return sorted(out, key=lambda c: (c.level, c.id))
 
-    def tree_nodes(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[TreeNode]:
+    def _tree_nodes(self, level: int | None, ids: Sequence[str] | None) -> list[TreeNode]:
         out = [schema.tree_node(r) for r in self._leveled("tree_nodes", level, ids)]
         return sorted(out, key=lambda t: (t.level, t.id))
 
@@ -1730,15 +1748,6 @@ class Neo4jGraphReader(GraphReader):
                 out[k].similarity[i] = sim
         return out
 
-    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self._chunk_prop("vertex", rows)
-
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        return self._chunk_prop("title_entity", rows)
-
-    def _chunk_prop(self, prop: str, rows: np.ndarray | None) -> np.ndarray:
-        return self._by_row("chunks", prop, rows, np.int64)
-
     def _by_row(self, kind: str, prop: str, rows: np.ndarray | None, dtype: Any) -> np.ndarray:
         label = self.L[kind]
         if rows is None:
@@ -1766,9 +1775,11 @@ class Neo4jGraphReader(GraphReader):
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
         if name not in _ATTRS.get(kind, ()):
             raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
-        if kind == "chunks":  # titles: UTF-8 bytes, as the embedded store gives them
+        if kind == "chunks" and name == "title":  # UTF-8 bytes, as the folder gives them
             values = self._by_row(kind, name, rows, object)
             return np.array([str(v).encode() for v in values.tolist()], dtype=object).astype(bytes)
+        if kind == "chunks":  # the graph vertex, the title's entity row
+            return self._by_row(kind, name, rows, np.int64)
         dtype = np.float64 if name == "rating" else (np.bool_ if name == "canonical" else np.int64)
         return self._by_row(kind, f"a_{name}", rows, dtype)
 

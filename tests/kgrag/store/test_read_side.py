@@ -100,7 +100,7 @@ def test_opening_and_a_local_search_read_no_whole_table(science_graph):
         # chunks (as bare dense search does) and the chunk vertices (read once)
         assert {(c.method, c.kind) for c in opened.scans()} == {
             ("similarity", "chunks"),
-            ("chunk_vertices", "chunks"),
+            ("attribute", "chunks.vertex"),
         }
 
 
@@ -117,6 +117,7 @@ def test_global_and_drift_read_no_whole_table(science_graph):
         assert opened.whole_reads() == []
         assert {c.kind for c in opened.scans()} <= {
             "chunks",
+            "chunks.vertex",
             "communities.level",
             "communities.size",
             "communities.canonical",
