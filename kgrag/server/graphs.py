@@ -27,7 +27,7 @@ LOG_LEVELS = ["debug", "info", "notice", "warning", "error"]
 def parse_spec(spec: str) -> tuple[str, Path | str]:
     """``NAME=DIR`` or ``DIR`` (named after the folder) as (name, path); DIR may be a
     Neo4j URI (``neo4j://HOST:PORT/NAME``, named after its graph)."""
-    from kgrag.store.neo4j.store import Location, is_uri
+    from kgrag.store.location import Location, is_uri
 
     if is_uri(spec):
         return Location.parse(spec).name, spec

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgrag.store.folder.store import SQLiteGraphStore
+from kgrag.store.location import is_uri
 from kgrag.store.serving import ANN_MIN_ROWS
 
 from .base import (
@@ -26,8 +27,6 @@ def open_store(
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
     (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""
-    from kgrag.store.neo4j.store import is_uri
-
     if is_uri(root):
         from kgrag.store.neo4j.store import Neo4jGraphStore
 

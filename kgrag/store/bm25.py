@@ -38,6 +38,13 @@ _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
 
+def stop_words() -> frozenset[str]:
+    """The words a query leaves out (scikit-learn's English stop words)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
 def query_words(query: str, stop: frozenset[str]) -> list[str]:
     """A query's distinct words, lower-cased, stop words left out, in order."""
     return list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in stop))

@@ -18,9 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
-import signal
 import sqlite3
 import threading
 import uuid
@@ -41,10 +39,11 @@ from kgrag.store.base import (
     GraphWriter,
     record_request,
 )
-from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words
+from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
 from kgrag.store.serving import ANN_MIN_ROWS, SERVING, SERVING_FORMAT, derive
+from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
 from kgrag.types import (
     Chunk,
     Community,
@@ -71,12 +70,6 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _crash_point(name: str) -> None:
-    """Fault injection for the crash tests: die here if KGRAG_CRASH_AT names this point."""
-    if os.environ.get("KGRAG_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _batches(ids: Sequence[str]) -> Iterator[Sequence[str]]:
     for i in range(0, len(ids), _BATCH):
         yield ids[i : i + _BATCH]
@@ -94,12 +87,6 @@ def _serving_ok(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and meta.get("format") == SERVING_FORMAT
-
-
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
 
 
 class SQLiteGraphStore(GraphStore):
@@ -121,14 +108,7 @@ class SQLiteGraphStore(GraphStore):
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path}: unreadable manifest: {exc}") from exc
-        if data.get("format") != FORMAT:
-            raise StoreError(f"{path}: not a kgrag graph manifest")
-        if data.get("schema") != schema.SCHEMA_VERSION:
-            raise StoreError(
-                f"{path}: schema {data.get('schema')} but this kgrag reads "
-                f"schema {schema.SCHEMA_VERSION}; rebuild the graph"
-            )
-        return data
+        return check_manifest(data, FORMAT, str(path), f"{path}: not a kgrag graph manifest")
 
     def versions(self) -> list[str]:
         return sorted(self.manifest().get("versions", {}))
@@ -190,18 +170,12 @@ class SQLiteGraphStore(GraphStore):
         known = set(self.manifest().get("versions", {}))
         folder = self.root / "versions"
         if folder.is_dir():
-            known.update(p.name for p in folder.iterdir() if re.fullmatch(r"v\d{6}", p.name))
-        numbers = [int(v[1:]) for v in known] or [0]
-        return f"v{max(numbers) + 1:06d}"
+            known.update(p.name for p in folder.iterdir())
+        return next_version(known)
 
     def _publish(self, version: str, meta: dict[str, Any]) -> None:
-        manifest = self.manifest() or {"format": FORMAT, "schema": schema.SCHEMA_VERSION}
-        versions = dict(manifest.get("versions", {}))
-        versions[version] = meta
-        dropped = sorted(versions)[: max(0, len(versions) - self.keep_versions)]
-        for old in dropped:
-            versions.pop(old)
-        manifest.update(indexVersion=version, versions=versions)
+        manifest = self.manifest() or new_manifest(FORMAT)
+        dropped = publish(manifest, version, meta, self.keep_versions)
         tmp = self.root / f".{MANIFEST}.{uuid.uuid4().hex}"
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
         _fsync(tmp)
@@ -285,7 +259,7 @@ class SQLiteGraphWriter(GraphWriter):
         self.db.commit()
         self.db.close()
         derive(self.folder, self.folder / SERVING, ann_min_rows=self.store.ann_min_rows)
-        _crash_point("after-derive")
+        crash_point("after-derive")
         version = self.store._next_version()
         meta = dict(meta, created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         (self.folder / "version.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
@@ -293,10 +267,10 @@ class SQLiteGraphWriter(GraphWriter):
             if path.is_file():
                 _fsync(path)
         final = self.store.root / "versions" / version
-        _crash_point("before-rename")
+        crash_point("before-rename")
         os.replace(self.folder, final)
         _fsync(final.parent)
-        _crash_point("before-manifest")
+        crash_point("before-manifest")
         self.store._publish(version, meta)
         self._release()
         return version
@@ -332,7 +306,7 @@ class SQLiteGraphReader(GraphReader):
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
-        self._stop = _stop_words()
+        self._stop = stop_words()
         try:
             self.serving = ServingFiles(
                 folder / SERVING, folder / "vectors", int(meta.get("dim", 0))

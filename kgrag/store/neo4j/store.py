@@ -59,10 +59,8 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
@@ -91,10 +89,13 @@ from kgrag.store.bm25 import (
     best,
     inverse_frequency,
     query_words,
+    stop_words,
     tokenizer_of,
 )
 from kgrag.store.folder.files import ANN_CANDIDATES, ANN_EXPANSION
+from kgrag.store.location import Location
 from kgrag.store.serving import ANN_KINDS, ANN_MIN_ROWS, SERVING, trained_pq
+from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
 from kgrag.types import (
     Chunk,
     Community,
@@ -107,9 +108,6 @@ from kgrag.types import (
     TreeNode,
 )
 
-SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-_URI = re.compile("^(?:" + "|".join(re.escape(s) for s in SCHEMES) + ")://", re.IGNORECASE)
-_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 FORMAT = "kgrag-neo4j"
 BATCH = 5000  # rows per UNWIND
 #: how long an upload waits for its indexes to fill, at most (seconds)
@@ -188,55 +186,6 @@ def _props_by_row(
         for r, *values in zip(rows, *cols, strict=True)
         if r is not None and r >= 0
     }
-
-
-def is_uri(location: str | Path) -> bool:
-    """Whether a graph location names a Neo4j server rather than a folder."""
-    return isinstance(location, str) and bool(_URI.match(location))
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """A parsed ``scheme://host:port/NAME[?database=DB]``."""
-
-    uri: str  # the server, without the graph name
-    name: str
-    database: str | None
-
-    @classmethod
-    def parse(cls, location: str) -> Location:
-        parts = urlsplit(location)
-        name = parts.path.strip("/")
-        if parts.username or parts.password:
-            raise InvalidParams(
-                f"{_safe(location)}: credentials do not go in the URI; set "
-                "KGRAG_NEO4J_USER and KGRAG_NEO4J_PASSWORD",
-                field="graph",
-            )
-        if not parts.hostname:
-            raise InvalidParams(f"{location}: no host in the Neo4j URI", field="graph")
-        if not _NAME.match(name):
-            raise InvalidParams(
-                f"{location}: the path must be the graph's name (letters, digits, '.', '_', "
-                "'-'; at most 64), as in neo4j://127.0.0.1:7687/NAME",
-                field="graph",
-            )
-        query = parse_qs(parts.query, keep_blank_values=True)
-        unknown = sorted(set(query) - {"database"})
-        if unknown:
-            raise InvalidParams(
-                f"{location}: unknown URI option {unknown[0]!r} (known: database)", field="graph"
-            )
-        database = query.get("database", [None])[0] or None
-        try:
-            port = parts.port or 7687
-        except ValueError as exc:
-            raise InvalidParams(f"{location}: bad port: {exc}", field="graph") from exc
-        return cls(f"{parts.scheme}://{parts.hostname}:{port}", name, database)
-
-
-def _safe(location: str) -> str:
-    return re.sub(r"//[^@/]*@", "//", location)
 
 
 def _tag(name: str, version: str) -> str:
@@ -320,9 +269,8 @@ class Neo4jGraphStore(GraphStore):
         if not found or not found[0][0]:
             return {}
         data: dict[str, Any] = json.loads(found[0][0])
-        if data.get("format") != FORMAT:
-            raise StoreError(f"{self.location.uri}/{self.name}: not a kgrag graph")
-        return data
+        where = f"{self.location.uri}/{self.name}"
+        return check_manifest(data, FORMAT, where, f"{where}: not a kgrag graph")
 
     def versions(self) -> list[str]:
         return sorted(self.manifest().get("versions", {}))
@@ -521,23 +469,16 @@ class Neo4jGraphWriter(GraphWriter):
     def commit(self, meta: dict[str, Any]) -> str:
         staged = self._writer.commit(meta)
         store = self.store
-        manifest = store.manifest() or {"format": FORMAT, "schema": schema.SCHEMA_VERSION}
-        known = [*manifest.get("versions", {}), *store._tags_written()]
-        numbers = [int(v[1:]) for v in known if re.fullmatch(r"v\d{6}", v)] or [0]
-        version = f"v{max(numbers) + 1:06d}"
+        manifest = store.manifest() or new_manifest(FORMAT)
+        version = next_version([*manifest.get("versions", {}), *store._tags_written()])
         folder = self._tmp / "versions" / staged
         coded = upload(store, _tag(store.name, version), folder, store.ann_min_rows)
         version_meta = json.loads((folder / "version.json").read_text())
         version_meta["pq_kinds"] = coded
         with self._stage.reader(staged) as reader:
             version_meta["counts"] = reader.counts()
-        _crash_point("neo4j-before-publish")  # uploaded, not published
-        versions = dict(manifest.get("versions", {}))
-        versions[version] = version_meta
-        dropped = sorted(versions)[: max(0, len(versions) - store.keep_versions)]
-        for old in dropped:
-            versions.pop(old)
-        manifest.update(indexVersion=version, versions=versions)
+        crash_point("neo4j-before-publish")  # uploaded, not published
+        dropped = publish(manifest, version, version_meta, store.keep_versions)
         done = store.run(
             "MATCH (g:KgragGraph {name: $name}) WHERE g.writer = $token "
             "SET g.manifest = $manifest RETURN count(g)",
@@ -563,11 +504,6 @@ class Neo4jGraphWriter(GraphWriter):
         self._done = True
         shutil.rmtree(self._tmp, ignore_errors=True)
         self.store._unlock(self.token)
-
-
-def _crash_point(name: str) -> None:
-    if os.environ.get("KGRAG_CRASH_AT") == name:  # tests: die here, as a killed process would
-        os.kill(os.getpid(), 9)
 
 
 def upload(
@@ -1349,9 +1285,7 @@ class Neo4jGraphReader(GraphReader):
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
         if kind not in FULLTEXT:
             raise InvalidParams(f"no sparse index for {kind!r}", field="kind")
-        from kgrag.store.folder.store import _stop_words
-
-        words = query_words(query, _stop_words())
+        words = query_words(query, stop_words())
         if not words or k <= 0:
             return []
         tokenizer = self._tokenizer(kind)
