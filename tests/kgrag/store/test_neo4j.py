@@ -52,7 +52,7 @@ def test_vector_indexes_are_made_for_the_kinds_searched_by_nearest_neighbour(bot
 
     b = both[1]
     prefix = f"kg_{b.tag}__"
-    found = b.store.run(
+    found = b.connection.run(
         "SHOW VECTOR INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix
     )
     assert sorted(str(r[0])[len(prefix) :] for r in found) == sorted(f"{k}_vec" for k in ANN_KINDS)
@@ -116,7 +116,7 @@ def test_the_query_side_answers_the_same(both):
     # BM25 from the same postings: the same hits and scores, to the bit, by kgrag.bm25
     # and by the Cypher query a server without it answers
     texts = [c.text for c in a.chunks()[:4]] + ["cell cancer treatment", "zzqx", "the of"]
-    assert "kgrag.bm25" in b.store.procedures()
+    assert "kgrag.bm25" in b.connection.procedures()
     for server in (True, False):
         b.server_push = server
         try:
@@ -139,17 +139,17 @@ def test_passage_texts_are_the_same_and_one_query(both):
     for query in (q, None):
         x = a.passage_texts(wanted, query)
         asked: list[str] = []
-        run = b.store.run
+        run = b.connection.run
 
         def counted(cypher: str, asked: list[str] = asked, run=run, **kw):
             asked.append(cypher)
             return run(cypher, **kw)
 
-        b.store.run = counted
+        b.connection.run = counted
         try:
             y = b.passage_texts(wanted, query)
         finally:
-            b.store.run = run
+            b.connection.run = run
         assert len(asked) == 1
         assert sorted(x) == sorted(y) == sorted(wanted[:-1])
         for cid in x:
@@ -167,7 +167,7 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     client's own push (a server without the procedure) gives it too; kgrag.similarity
     gives the folder's cosines."""
     a, b = both
-    assert {"kgrag.push", "kgrag.similarity", "kgrag.bm25"} <= b.store.procedures()
+    assert {"kgrag.push", "kgrag.similarity", "kgrag.bm25"} <= b.connection.procedures()
     n = a.size("entities") + a.size("chunks")
     rng = np.random.default_rng(11)
     for _ in range(4):
@@ -187,7 +187,7 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     served = b.similarity("chunks", q)
     assert served.dtype == np.float32 and served.shape == (a.size("chunks"),)
     assert np.allclose(served, a.similarity("chunks", q), atol=1e-6)
-    bad = b.store.run
+    bad = b.connection.run
     with pytest.raises(StoreError, match="outside"):
         bad("CALL kgrag.push('Nope', [5], [1.0], 3, 0.5, 1e-5, 10) YIELD mass RETURN mass")
 
@@ -199,7 +199,7 @@ def test_the_path_search_runs_in_the_database(both):
     from kgrag.search.paths import PathFinder
 
     a, b = both
-    assert "kgrag.paths" in b.store.procedures()
+    assert "kgrag.paths" in b.connection.procedures()
     shipped = PathFinder(a).limits
     n = a.size("entities")
     degree = a.attribute("entities", "degree")
@@ -231,7 +231,7 @@ def test_the_path_search_runs_in_the_database(both):
                 tried += 1
                 reached += len(folder) > len(set(seeds))
     assert reached > tried // 3  # the searches went somewhere (an empty groups list stops at once)
-    bad = b.store.run
+    bad = b.connection.run
     with pytest.raises(StoreError, match="outside"):
         bad(
             "CALL kgrag.paths('Nope', [5], [], false, 4.5, 500, 10, 10, 20.0, 1.0, 3) "
@@ -242,7 +242,7 @@ def test_the_path_search_runs_in_the_database(both):
 def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, monkeypatch):
     """Reads answered from what the reader kept (in any order, with repeats, past its
     budget) are the folder's answers."""
-    import kgrag.store.neo4j.store as n4
+    import kgrag.store.neo4j.memo as n4
 
     monkeypatch.setattr(n4, "MEMO_NUMBERS", 500)  # far below one search's reads
     a = open_store(science_graph).reader()
@@ -266,7 +266,7 @@ def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, 
             ids = a.ids("entities", erows)
             assert a.entities(ids) == b.entities(ids)
             assert np.array_equal(a.rows("entities", ids), b.rows("entities", ids))
-            assert b._held <= 500
+            assert b.memo.held <= 500
     finally:
         a.close()
         b.close()
@@ -324,7 +324,7 @@ def test_parameter_lists_reach_the_server_whole_and_are_not_formatted(neo4j_uri,
     store = open_store(f"{neo4j_uri}/quiet-{uuid.uuid4().hex[:6]}")
     rows = [{"i": i, "vec": [float(i)] * 64} for i in range(2000)]
     with caplog.at_level(logging.DEBUG, logger="neo4j"):
-        found = store.run(
+        found = store.connection.run(
             "UNWIND $rows AS row RETURN count(row), sum(row.i), sum(row.vec[63])", rows=rows
         )
     assert list(found[0]) == [2000, sum(range(2000)), float(sum(range(2000)))]
@@ -465,7 +465,7 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
     try:
         first = copy_graph(a, target)
         b = target.reader()
-        assert "kgrag.nearest" in b.store.procedures()
+        assert "kgrag.nearest" in b.connection.procedures()
         coded = [k for k in ANN_KINDS if a.size(k) >= 50]
         assert sorted(b.manifest["pq_kinds"]) == sorted(coded) and len(coded) >= 2
         rng = np.random.default_rng(3)
@@ -477,11 +477,14 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
                 exact, served = a.nearest(kind, queries, k), b.nearest(kind, queries, k)
                 assert served == exact, (kind, k)  # rows and float32 scores, to the bit
             # the codes in the database decode as faiss decodes its own
-            ((m, sub, centroids),) = b.store.run(
-                f"MATCH (n:`{b.L['codebooks']}` {{kind: $kind}}) RETURN n.m, n.sub, n.centroids",
+            ((m, sub, centroids),) = b.connection.run(
+                f"MATCH (n:`{b.labels['codebooks']}` {{kind: $kind}}) "
+                "RETURN n.m, n.sub, n.centroids",
                 kind=kind,
             )
-            rows, codes = b._cols(f"MATCH (n:`{b.L[kind]}`) WHERE n.row >= 0", ("n.row", "n.pq"))
+            rows, codes = b.columns(
+                f"MATCH (n:`{b.labels[kind]}`) WHERE n.row >= 0", ("n.row", "n.pq")
+            )
             packed = np.zeros((n, (m + 1) // 2), dtype=np.uint8)
             packed[rows] = [np.frombuffer(c, dtype=np.uint8) for c in codes]
             nibbles = np.stack([packed & 15, packed >> 4], axis=2).reshape(n, -1)[:, :m]
@@ -495,11 +498,11 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
             q = queries[0]
             wide = min(n, 9)
             by_code = decoded.astype(np.float64) @ q.astype(np.float64)
-            found = b.store.run(
+            found = b.connection.run(
                 "CALL kgrag.nearest($label, $book, $kind, [$q], $wide, $wide, $n, '') "
                 "YIELD row RETURN collect(row)",
-                label=b.L[kind],
-                book=b.L["codebooks"],
+                label=b.labels[kind],
+                book=b.labels["codebooks"],
                 kind=kind,
                 q=q.tolist(),
                 wide=wide,
@@ -507,18 +510,18 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
             )[0][0]
             assert sorted(found) == sorted(np.argsort(-by_code, kind="stable")[:wide].tolist())
         with pytest.raises(StoreError, match="no codebook"):
-            b.store.run(
+            b.connection.run(
                 "CALL kgrag.nearest($label, $book, 'nope', [[0.1]], 5, 5, 3, '') YIELD row "
                 "RETURN row",
-                label=b.L["facts"],
-                book=b.L["codebooks"],
+                label=b.labels["facts"],
+                book=b.labels["codebooks"],
             )
         b.close()
         copy_graph(a, target)  # keep_versions 1: the first version goes, codebooks too
-        from kgrag.store.neo4j.store import _label, _tag
+        from kgrag.store.neo4j.model import label, version_tag
 
-        gone = _label("codebooks", _tag(target.name, first))
-        assert target.run(f"MATCH (n:`{gone}`) RETURN count(n)")[0][0] == 0
+        gone = label("codebooks", version_tag(target.name, first))
+        assert target.connection.run(f"MATCH (n:`{gone}`) RETURN count(n)")[0][0] == 0
     finally:
         a.close()
         target.close()
