@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.folder.store import SQLiteGraphStore
 from kgrag.store.location import is_uri
-from kgrag.store.serving import ANN_MIN_ROWS
 
 from .base import (
     GRAPHS,

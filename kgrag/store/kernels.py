@@ -67,8 +67,8 @@ def gather_rows(
 
     Where ``indptr`` and ``indices`` share an integer type (an in-memory scipy
     matrix's do) this is scipy's row-gather kernel (``csr_row_index``, what
-    ``matrix[rows]`` runs), a third of the time of :func:`index_ranges` and a fancy
-    index (2Wiki's walk: 55 against 181 us for 5,000 columns); else the latter."""
+    ``matrix[rows]`` runs), faster than :func:`index_ranges` and a fancy index; else
+    the latter."""
     r = np.asarray(rows, dtype=np.int64)
     kind = indices.dtype
     if (
@@ -114,8 +114,8 @@ def index_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 #: a push round finds the rows it reaches by sorting its entries where they number
-#: under 1 / this of the rows (a sort of 400 entries: 3 us; a scan of 64k sums: 13 us,
-#: of 6.4M: ~2 ms), else by a scan of the sums
+#: under 1 / this of the rows (a short sort costs less than a scan of every row's sum),
+#: else by a scan of the sums
 _FEW_ENTRIES = 512
 
 
@@ -133,15 +133,13 @@ def pushed_pagerank(
     the entries of (d M)^k r above ``eps`` (r sums to 1); smaller ones count towards
     p but spread no further. Mass at a vertex without edges is kept there rather
     than sent back to the reset (the exact solve's convention), and the result is
-    not renormalised: ranks are what local search reads. On the 60k-passage graph a
-    sixth of the exact solve's time, passage recall within a point of it.
+    not renormalised: ranks are what local search reads.
 
     ``matrix`` is the walk (CSC), or a function ``columns(active)`` giving the CSC
     arrays ``(indptr, indices, data)`` of M[:, active] (a store's adjacency): each
     round reads the columns of the active vertices only. Between rounds the mass
     moving on is held sparse (:class:`_Spread`), so a round costs what its columns
-    hold, not the number of vertices (6.4M at 600k passages, where vectors over every
-    vertex cost 10-30 ms a round); its sums are scipy's CSC product's to the bit."""
+    hold, not the number of vertices; its sums are scipy's CSC product's to the bit."""
     if callable(matrix):
         columns = matrix
     else:
@@ -179,8 +177,7 @@ class _Spread:
 
     The rows reached are found by sorting the columns' entries where they are few
     against the rows (:data:`_FEW_ENTRIES`), else by one scan of the sums for nonzeros
-    (2Wiki's 64k vertices: 36 us, where marking 138k entries in a boolean vector and
-    scanning that took 420)."""
+    (cheaper than marking the entries in a boolean vector and scanning that)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -261,23 +258,15 @@ def path_rounds(
             break
         if len(settled) > limits.max_reached:  # the rest is too far to explain anything
             break
-        adj = adjacency(np.array(batch, dtype=np.int64))
-        degree = np.diff(adj.indptr)
-        u = np.repeat(np.array(batch, dtype=np.int64), degree)
-        v = adj.indices.astype(np.int64)
-        d = length + adj.data + toll(v)
-        rank = np.array([root[x] for x in batch], dtype=np.int64)[
-            np.repeat(np.arange(len(batch)), degree)
-        ]
-        # a hub (a concept hundreds of entities co-occur with) is an end, not a way
-        through = np.repeat((degree <= limits.hub_degree) | (length == 0), degree)
-        keep = (d <= limits.limit) & through
-        offers += int(keep.sum())
+        v, d, u, rank = _offers(
+            adjacency(np.array(batch, dtype=np.int64)), batch, length, root, toll, limits
+        )
+        offers += len(v)
         if offers > limits.max_offers and length > 0:  # this round would read too far
             break
         # the best offer to each vertex: shortest, then from the better seed, lower row
-        order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
-        v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
+        order = np.lexsort((u, rank, d, v))
+        v, d, u, rank = v[order], d[order], u[order], rank[order]
         first = np.ones(len(v), dtype=bool)
         first[1:] = v[1:] != v[:-1]
         for x, dx, ux, rx in zip(
@@ -294,3 +283,28 @@ def path_rounds(
                 dist[x], pred[x], root[x] = dx, ux, rx
                 pending.setdefault(dx, set()).add(x)
     return dist, pred
+
+
+def _offers(
+    adj: Adjacency,
+    batch: list[int],
+    length: float,
+    root: dict[int, int],
+    toll: Callable[[np.ndarray], np.ndarray],
+    limits: PathLimits,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edges a round of :func:`path_rounds` follows from the entities ``batch`` it
+    settled at ``length`` (their relations ``adj``): each edge's end, the length of the
+    path through it, its start and the rank of the seed the start's path begins at;
+    only edges within ``limits.limit`` and not out of a hub."""
+    degree = np.diff(adj.indptr)
+    u = np.repeat(np.array(batch, dtype=np.int64), degree)
+    v = adj.indices.astype(np.int64)
+    d = length + adj.data + toll(v)
+    rank = np.array([root[x] for x in batch], dtype=np.int64)[
+        np.repeat(np.arange(len(batch)), degree)
+    ]
+    # a hub (a concept hundreds of entities co-occur with) is an end, not a way
+    through = np.repeat((degree <= limits.hub_degree) | (length == 0), degree)
+    keep = (d <= limits.limit) & through
+    return v[keep], d[keep], u[keep], rank[keep]

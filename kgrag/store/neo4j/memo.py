@@ -15,7 +15,7 @@ from kgrag.types import Entity
 
 #: how much a reader keeps of what it read (ids, rows, vectors, adjacency lists,
 #: attributes and records of one immutable version), in numbers held (a vector of 384
-#: counts 384, a record 1 per 8 characters): 4 Mi, some 50-100 MB of Python objects
+#: counts 384, a record 1 per 8 characters): 4 Mi
 MEMO_NUMBERS = 4 << 20
 _NONE = object()
 

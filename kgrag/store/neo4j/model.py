@@ -36,7 +36,7 @@ LABELS = {
 }
 #: full-text indexed properties of the sparse kinds
 FULLTEXT = {"chunks": ("text", "context"), "communities": ("report",), "tree_nodes": ("summary",)}
-#: the per-row properties read together (:meth:`Neo4jGraphReader._row_props`)
+#: the per-row properties read together (:meth:`~.reads.VersionReads._row_props`)
 ROW_PROPS = {
     "chunks": ("id", "title", "title_entity", "vertex", "mentioned", "links", "links_in"),
     "entities": ("id", "name", "a_chunks", "a_degree", "a_component"),

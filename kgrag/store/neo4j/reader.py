@@ -237,7 +237,7 @@ class Neo4jGraphReader(VersionSearch, GraphReader):
         }[graph]
 
         def fetch(wanted: list[int]) -> dict[int, Any]:
-            # one record of lists: a record per vertex costs the driver ~2x the time
+            # one record of lists: a record per vertex costs the driver more time
             found = self.columns(
                 f"UNWIND $rows AS r MATCH (n:`{label}` {{{key}: r}})",
                 ("r", *(f"coalesce(n.{f}, [])" for f in fields)),

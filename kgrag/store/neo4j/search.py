@@ -22,9 +22,9 @@ import numpy as np
 
 from kgrag.errors import InvalidParams, StoreError
 from kgrag.store import schema
+from kgrag.store.ann import ANN_CANDIDATES, ANN_EXPANSION, ANN_KINDS
 from kgrag.store.base import exact_scores, nearest_request, top_rows
 from kgrag.store.bm25 import K1, B, QueryTokenizer, best, query_words, stop_words
-from kgrag.store.folder.files import ANN_CANDIDATES, ANN_EXPANSION
 from kgrag.store.kernels import PathLimits
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import (
@@ -35,7 +35,6 @@ from kgrag.store.neo4j.model import (
     vector_kind,
 )
 from kgrag.store.neo4j.reads import VersionReads
-from kgrag.store.serving import ANN_KINDS
 
 
 class VersionSearch(VersionReads):

@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from kgrag.errors import StoreError, VersionGone
+from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.base import GraphStore, GraphWriter
 from kgrag.store.location import Location
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import FORMAT, LABELS, labels_of, version_tag
 from kgrag.store.neo4j.reader import Neo4jGraphReader
 from kgrag.store.neo4j.upload import upload
-from kgrag.store.serving import ANN_MIN_ROWS
 from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
 
 
@@ -174,6 +174,8 @@ class Neo4jGraphStore(GraphStore):
 
 
 def _dead_holder(held: str) -> bool:
+    """Whether the writer lock ``held`` (``host:pid:nonce``) is a process on this
+    machine that is gone."""
     host, _, pid = held.rpartition(":")[0].rpartition(":")
     if pid == "" or host != socket.gethostname():
         return False

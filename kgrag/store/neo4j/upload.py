@@ -25,12 +25,13 @@ import numpy as np
 
 from kgrag.errors import StoreError
 from kgrag.store import schema
+from kgrag.store.ann import ANN_KINDS, ANN_MIN_ROWS, trained_pq
 from kgrag.store.base import GRAPHS
 from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
-from kgrag.store.serving import ANN_KINDS, ANN_MIN_ROWS, SERVING, trained_pq
+from kgrag.store.serving import SERVING
 
 #: an upload row: a node's properties, and its vector (None: none)
 Row = dict[str, Any]

@@ -48,7 +48,7 @@ def test_records_are_the_same(both):
 
 
 def test_vector_indexes_are_made_for_the_kinds_searched_by_nearest_neighbour(both):
-    from kgrag.store.serving import ANN_KINDS
+    from kgrag.store.ann import ANN_KINDS
 
     b = both[1]
     prefix = f"kg_{b.tag}__"
@@ -456,7 +456,7 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
     as faiss decodes them (the low nibble the first sub-vector's); a version dropped
     takes its codebooks along."""
     from kgrag.store import copy_graph
-    from kgrag.store.serving import ANN_KINDS, trained_pq
+    from kgrag.store.ann import ANN_KINDS, trained_pq
 
     location = f"{neo4j_uri}/coded"
     # (a kind of a dozen rows has too few distinct vectors for 16 centroids a code)
