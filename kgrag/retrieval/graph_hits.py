@@ -11,12 +11,14 @@ explanations of a local search's passages (:mod:`kgrag.search.paths`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.encoders import Encoder
 from kgrag.ids import content_id
+from kgrag.search.stats import specificity
 from kgrag.store import GraphReader
 
 from .hits import HitBuilder, HitOptions
@@ -157,7 +159,9 @@ class GraphHits:
         if not len(source.ids):
             return []
         reader = self.reader
-        top, weighted = _specific_top(found.mass[: local.n_entities], reader.specificity, k)
+        top, weighted = _specific_top(
+            found.mass[: local.n_entities], partial(specificity, reader), k
+        )
         mass = dict(zip(top.tolist(), weighted.tolist(), strict=True))
         order = top.tolist()
         ids = dict(zip(order, reader.ids("entities", order), strict=True))

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.search.paths import STATED, Explanation
+from kgrag.search.explanation import STATED, Explanation
 from kgrag.store import GraphReader, PassageText
 from kgrag.text.keys import DISAMBIGUATOR
 from kgrag.types import Sentence

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import igraph as ig
 import numpy as np
@@ -67,6 +68,7 @@ from kgrag.search.local_walk import Hop, LocalWalk, second_walk
 from kgrag.search.names import NameIndex
 from kgrag.search.ranking import minmax, ranks, top_k
 from kgrag.search.seeds import Seeds, link, nearest_facts
+from kgrag.search.stats import chunk_vertices, lookup_names, specificity
 from kgrag.store import GraphReader
 from kgrag.threads import read_beside
 from kgrag.whole_graph import build_graph
@@ -132,7 +134,7 @@ class LocalSearch:
         self.long_model = long_model
         self.n_chunks, self.n_entities = reader.size("chunks"), reader.size("entities")
         self.n_vertices = self.n_entities + self.n_chunks
-        self.names = NameIndex.from_lookup(reader.lookup_names)
+        self.names = NameIndex.from_lookup(partial(lookup_names, reader))
         self._sparse = reader.search_sparse
         self._chunk_vertex: np.ndarray | None = None
         self.configure(settings or LocalSearchConfig())
@@ -141,7 +143,7 @@ class LocalSearch:
     def chunk_vertex(self) -> np.ndarray:
         """The vertex of each chunk row (read once: one int per passage)."""
         if self._chunk_vertex is None:
-            self._chunk_vertex = np.asarray(self.reader.chunk_vertices(), dtype=np.int64)
+            self._chunk_vertex = np.asarray(chunk_vertices(self.reader), dtype=np.int64)
         return self._chunk_vertex
 
     def configure(self, settings: LocalSearchConfig) -> None:
@@ -324,7 +326,9 @@ class LocalSearch:
         touched = sorted({int(e) for e in entities.of(rows[0])} | set(seed_rows))
         spec = dict(
             zip(
-                touched, reader.specificity(np.array(touched, dtype=np.int64)).tolist(), strict=True
+                touched,
+                specificity(reader, np.array(touched, dtype=np.int64)).tolist(),
+                strict=True,
             )
         )
         return features(
@@ -403,7 +407,7 @@ class LocalSearch:
         if seeds:
             rows = np.fromiter(seeds, dtype=np.int64, count=len(seeds))
             weights = np.maximum(np.fromiter(seeds.values(), dtype=np.float64), 0.0)
-            reset[rows] = weights * self.reader.specificity(rows)
+            reset[rows] = weights * specificity(self.reader, rows)
         if len(dense):
             scaled = minmax(dense)
             best = settings.seed_passages

@@ -20,6 +20,7 @@ from kgrag.search.links import names, text_key, title_text
 from kgrag.search.local_rerank import HOP_DEPTH
 from kgrag.search.pagerank import personalized_pagerank, pushed_pagerank, transition, walk_matrix
 from kgrag.search.ranking import top_k
+from kgrag.search.stats import specificity
 from kgrag.store import GraphReader
 from kgrag.text.keys import COOC, WALK_WEIGHTS
 
@@ -120,7 +121,7 @@ def second_walk(
         return Hop()
     ents = np.unique(reader.adjacency("mentions", np.array(start, dtype=np.int64)).indices)
     ents = ents[~np.isin(ents, np.fromiter(seeds, dtype=np.int64, count=len(seeds)))]
-    spec = reader.specificity(ents.astype(np.int64)) if len(ents) else np.zeros(0)
+    spec = specificity(reader, ents.astype(np.int64)) if len(ents) else np.zeros(0)
     keep = spec >= hop_specific
     if not keep.any():
         return Hop()

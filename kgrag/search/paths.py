@@ -22,14 +22,18 @@ evidence chunk is among the leaves:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kgrag.ids import content_id
-from kgrag.store import Adjacency, GraphReader, PathLimits
+from kgrag.search.evidence import Reading, state_endings, state_links
+from kgrag.search.explanation import STATED, Explanation
+from kgrag.search.stats import title_entity
+from kgrag.store import GraphReader, PathLimits
+from kgrag.store.kernels import tolls
 from kgrag.types import Relation
 
 _MAX_HOPS = 3
@@ -39,33 +43,9 @@ _MAX_REACHED = 5_000
 _MAX_OFFERS = 5_000  # edges that search follows
 #: an entity with more relations than this is a hub: paths end there, not go through
 _HUB_DEGREE = 500
-STATED = "svo"  # the relation kind of a parsed statement (the others: co-occurrence)
 _COOC_LENGTH = 1.5  # a co-occurrence hop counts as 1.5 so stated relations win ties
 _GENERIC_TOLL = 1.0  # the extra length of reaching a general term (a multiple of 0.5)
 _GENERIC_MIN, _GENERIC_SHARE = 20, 0.005  # a general term: in more passages than both
-
-
-@dataclass(slots=True)
-class Explanation:
-    """The lineage of one hit."""
-
-    path: list[str] = field(default_factory=list)  # seed entity ... hit
-    edges: list[dict[str, Any]] = field(default_factory=list)
-    leaves: list[str] = field(default_factory=list)
-
-    def nodes(self) -> list[str]:
-        return list(dict.fromkeys(self.path))
-
-    def relations(self) -> int:
-        return sum(1 for e in self.edges if e["kind"] == "relation")
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "path": list(self.path),
-            "nodes": self.nodes(),
-            "edges": [dict(e) for e in self.edges],
-            "leaves": list(dict.fromkeys(self.leaves)),
-        }
 
 
 class PathFinder:
@@ -109,8 +89,6 @@ class PathFinder:
         (a new one for ``qvec`` when None), which quoting reads on from. With
         ``quotes`` (the caller quotes every edge next), the endings' read of passages
         takes in every edge's evidence passage too: one read instead of two."""
-        from kgrag.search.evidence import Reading, state_endings, state_links
-
         if reading is None:
             reading = Reading(self.reader, qvec)
         if distances is None:
@@ -277,8 +255,8 @@ class PathFinder:
     def _rounds(
         self, seeds: list[int], groups: list[set[int]] | None
     ) -> tuple[dict[int, float], dict[int, int]]:
-        """Shortest paths from ``seeds`` by the store (:func:`path_rounds`, the
-        search's limits)."""
+        """Shortest paths from ``seeds`` by the store
+        (:func:`kgrag.store.kernels.path_rounds`, the search's limits)."""
         return self.reader.shortest_paths(seeds, groups, self.limits)
 
     def _end(
@@ -323,7 +301,7 @@ class PathFinder:
 
     def _bridge(self, ex: Explanation, named_by: str, cid: str) -> None:
         row = self.reader.rows("chunks", [cid])
-        target_row = int(self.reader.title_entity(row)[0]) if row[0] >= 0 else -1
+        target_row = int(title_entity(self.reader, row)[0]) if row[0] >= 0 else -1
         if target_row < 0:
             ex.edges.append(_edge(named_by, cid, "names", named_by))
         else:
@@ -375,83 +353,6 @@ class Chains:
 
     ids: dict[int, str]
     relations: dict[tuple[int, int], Relation]
-
-
-def tolls(reader: GraphReader, rows: np.ndarray, limits: PathLimits) -> np.ndarray:
-    """The extra length of reaching each entity row: ``limits.toll`` for an entity more
-    than ``limits.generic`` passages mention (a general term), else 0."""
-    if not len(rows):
-        return np.zeros(0)
-    chunks = reader.attribute("entities", "chunks", np.asarray(rows, dtype=np.int64))
-    return np.where(chunks > limits.generic, limits.toll, 0.0)
-
-
-def path_rounds(
-    adjacency: Callable[[np.ndarray], Adjacency],
-    toll: Callable[[np.ndarray], np.ndarray],
-    seeds: Sequence[int],
-    groups: Sequence[set[int]] | None,
-    limits: PathLimits,
-) -> tuple[dict[int, float], dict[int, int]]:
-    """Multi-source shortest paths by rounds of equal length (edge lengths and tolls are
-    multiples of 0.5, so every round settles one length exactly), reading the relation
-    ``adjacency`` of one round's vertices at a time and the ``toll`` of the entities
-    they reach, up to ``limits.limit``, or until a member of every group in ``groups``
-    is settled, or after ``limits.max_reached`` entities, or before a round that would
-    follow more than ``limits.max_offers`` edges in all. A path does not pass through an
-    entity of more than ``limits.hub_degree`` relations (a seed excepted). Of equally
-    short paths, the one from the better seed (earlier in ``seeds``) wins, then the one
-    through the lower row. Each entity's length and predecessor (-9999 at a seed)."""
-    seeds = list(seeds)
-    dist: dict[int, float] = dict.fromkeys(seeds, 0.0)
-    pred: dict[int, int] = dict.fromkeys(seeds, -9999)
-    root = {s: i for i, s in enumerate(seeds)}  # the rank of the seed a path starts at
-    settled: set[int] = set()
-    pending = {0.0: set(seeds)}
-    offers = 0
-    while pending:
-        length = min(pending)
-        if length > limits.limit:
-            break
-        batch = sorted(v for v in pending.pop(length) if v not in settled and dist[v] == length)
-        settled.update(batch)
-        if groups is not None and all(g & settled for g in groups):
-            break
-        if len(settled) > limits.max_reached:  # the rest is too far to explain anything
-            break
-        adj = adjacency(np.array(batch, dtype=np.int64))
-        degree = np.diff(adj.indptr)
-        u = np.repeat(np.array(batch, dtype=np.int64), degree)
-        v = adj.indices.astype(np.int64)
-        d = length + adj.data + toll(v)
-        rank = np.array([root[x] for x in batch], dtype=np.int64)[
-            np.repeat(np.arange(len(batch)), degree)
-        ]
-        # a hub (a concept hundreds of entities co-occur with) is an end, not a way
-        through = np.repeat((degree <= limits.hub_degree) | (length == 0), degree)
-        keep = (d <= limits.limit) & through
-        offers += int(keep.sum())
-        if offers > limits.max_offers and length > 0:  # this round would read too far
-            break
-        # the best offer to each vertex: shortest, then from the better seed, lower row
-        order = np.lexsort((u[keep], rank[keep], d[keep], v[keep]))
-        v, d, u, rank = v[keep][order], d[keep][order], u[keep][order], rank[keep][order]
-        first = np.ones(len(v), dtype=bool)
-        first[1:] = v[1:] != v[:-1]
-        for x, dx, ux, rx in zip(
-            v[first].tolist(),
-            d[first].tolist(),
-            u[first].tolist(),
-            rank[first].tolist(),
-            strict=True,
-        ):
-            if x in settled:
-                continue
-            before = dist.get(x, np.inf)
-            if dx < before or (dx == before and rx < root[x]):
-                dist[x], pred[x], root[x] = dx, ux, rx
-                pending.setdefault(dx, set()).add(x)
-    return dist, pred
 
 
 def _within(group: set[int], dist: dict[int, float], length: float) -> bool:

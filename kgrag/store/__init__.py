@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.folder.store import SQLiteGraphStore
-from kgrag.store.serving import ANN_MIN_ROWS
+from kgrag.store.location import is_uri
 
 from .base import (
     GRAPHS,
@@ -26,8 +27,6 @@ def open_store(
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
     (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""
-    from kgrag.store.neo4j.store import is_uri
-
     if is_uri(root):
         from kgrag.store.neo4j.store import Neo4jGraphStore
 

@@ -12,9 +12,8 @@ import numpy as np
 
 def map_array(path: Path, mode: Literal["r", "c"] = "r", *, random: bool = True) -> np.ndarray:
     """``path`` (.npy) mapped, as a plain array over the map (np.memmap's indexing costs
-    ~4 us a call). ``random``: the kernel reads ahead nothing (a read of one row would
-    otherwise page in ~128 KB around it: on the 60k graph, 245 MB of fact vectors
-    resident after 100 questions that re-score 32 rows each)."""
+    more a call). ``random``: the kernel reads ahead nothing (a read of one row would
+    otherwise page in the pages around it)."""
     mapped = np.load(path, mmap_mode=mode)
     handle = getattr(mapped, "_mmap", None)
     if random and handle is not None and hasattr(mmap, "MADV_RANDOM"):
@@ -25,9 +24,9 @@ def map_array(path: Path, mode: Literal["r", "c"] = "r", *, random: bool = True)
 class FileRows:
     """The rows of a C-ordered ``.npy`` file read with ``pread``: a slice costs one read
     and the process keeps no page of the file. A map keeps every page a read touched
-    resident in the process, with the ~64 KB the kernel maps around each one when the
-    file is cached: on the 60k graph, 200 MiB of community postings after 100 global
-    searches, and 245 MB of fact vectors after 100 local ones."""
+    resident in the process, with the pages the kernel maps around each one when the
+    file is cached: a long-running server would come to hold most of the postings and
+    vectors it ever read."""
 
     def __init__(self, path: Path) -> None:
         with open(path, "rb") as f:
@@ -75,7 +74,7 @@ class FileRows:
         breaks = np.flatnonzero(np.diff(r) != 1) + 1
         starts, stops = np.r_[0, breaks].tolist(), np.r_[breaks, len(r)].tolist()
         for start, stop, first in zip(starts, stops, r[starts].tolist(), strict=True):
-            # straight into the result: no intermediate bytes (~1 us a run)
+            # straight into the result: no intermediate bytes
             got = os.preadv(
                 self.fd, [buffer[start * size : stop * size]], self.offset + first * size
             )

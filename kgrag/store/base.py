@@ -18,12 +18,9 @@ from typing import Any
 
 import numpy as np
 
-try:  # scipy's CSR row-gather kernel (what ``csr_matrix[rows]`` calls)
-    from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
-except ImportError:  # pragma: no cover - a scipy that moved it
-    _csr_row_index = None
-
-from ..types import (
+from kgrag.errors import InvalidParams
+from kgrag.store.kernels import Adjacency, PathLimits, path_rounds, pushed_pagerank, tolls
+from kgrag.types import (
     Chunk,
     Community,
     Document,
@@ -47,6 +44,18 @@ RECORD_KINDS = (
     "communities",
     "tree_nodes",
 )
+#: what :meth:`GraphReader.records` finds each record kind by
+RECORD_KEYS = {
+    "documents": ("id",),
+    "chunks": ("id",),
+    "sentences": ("chunk_id",),
+    "entities": ("id",),
+    "mentions": ("chunk_id",),
+    "relations": ("id", "end"),
+    "synonyms": (),
+    "communities": ("id",),
+    "tree_nodes": ("id",),
+}
 VECTOR_KINDS = ("chunks", "sentences", "entities", "facts", "communities", "tree_nodes")
 #: the graphs :meth:`GraphReader.adjacency` answers for, and what their rows are:
 #: ``walk`` vertex -> vertex, the PageRank walk's column (weights M[i, j]); ``relations``
@@ -65,6 +74,15 @@ class PassageText:
     title_entity: str | None  # the entity the passage's title names
     sentences: tuple[Sentence, ...]  # in order
     similarity: dict[int, float]  # sentence index -> cosine to the query (with a vector)
+
+
+def record_request(kind: str, keys: Sequence[str] | None, key: str) -> None:
+    """Check a :meth:`GraphReader.records` request: a record kind, found by one of its
+    keys (synonyms only all together)."""
+    if kind not in RECORD_KEYS:
+        raise InvalidParams(f"unknown record kind {kind!r}", field="kind")
+    if keys is not None and key not in RECORD_KEYS[kind]:
+        raise InvalidParams(f"{kind} are not found by {key!r}", field="key")
 
 
 def nearest_request(
@@ -97,101 +115,19 @@ def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, fl
     return [(int(rows[i]), float(scores[i])) for i in order]
 
 
-@dataclass(frozen=True, slots=True)
-class Adjacency:
-    """The neighbours of a set of rows, CSR-shaped: row i of the request has
-    ``indices[indptr[i]:indptr[i+1]]`` (sorted), with ``data`` (and ``edge``, the
-    relation row of each, for ``relations``) alongside."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    edge: np.ndarray | None = None
-
-    def of(self, i: int) -> np.ndarray:
-        return self.indices[self.indptr[i] : self.indptr[i + 1]]
-
-
-@dataclass(frozen=True, slots=True)
-class PathLimits:
-    """How far a provenance path search goes (:meth:`GraphReader.shortest_paths`): path
-    lengths up to ``limit``; no path through an entity of more than ``hub_degree``
-    relations (a seed excepted); it stops after settling ``max_reached`` entities, or
-    before a round that would follow more than ``max_offers`` edges in all. Reaching an
-    entity more than ``generic`` passages mention costs ``toll`` more."""
-
-    limit: float
-    hub_degree: int
-    max_reached: int
-    max_offers: int
-    generic: float
-    toll: float
-
-
-def gather_rows(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``rows`` of the CSR arrays ``(indptr, indices, data)`` (columns, of CSC
-    ones), concatenated in request order: ``(indptr, indices, data)`` of the result.
-
-    Where ``indptr`` and ``indices`` share an integer type (an in-memory scipy
-    matrix's do) this is scipy's row-gather kernel (``csr_row_index``, what
-    ``matrix[rows]`` runs), a third of the time of :func:`index_ranges` and a fancy
-    index (2Wiki's walk: 55 against 181 us for 5,000 columns); else the latter."""
-    r = np.asarray(rows, dtype=np.int64)
-    kind = indices.dtype
-    if (
-        _csr_row_index is not None
-        and indptr.dtype == kind
-        and kind in (np.int32, np.int64)
-        and isinstance(data, np.ndarray)
-        and data.dtype in (np.float32, np.float64)
-        and indptr.flags.c_contiguous
-        and indices.flags.c_contiguous
-        and data.flags.c_contiguous
-    ):
-        lengths = indptr[r + 1] - indptr[r]
-        ptr = np.zeros(len(r) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ptr[1:])
-        cols = np.empty(int(ptr[-1]), dtype=kind)
-        values = np.empty(int(ptr[-1]), dtype=data.dtype)
-        _csr_row_index(len(r), r.astype(kind), indptr, indices, data, cols, values)
-        return ptr, cols, values
-    ptr, take = row_ranges(indptr, r)
-    return ptr, np.asarray(indices[take]), np.asarray(data[take])
-
-
-def row_ranges(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For rows ``rows`` of CSR pointers ``indptr``: the pointers of those rows one after
-    another, and the positions of their entries (:func:`index_ranges`)."""
-    r = np.asarray(rows, dtype=np.int64)
-    starts = np.asarray(indptr[r], dtype=np.int64)
-    lengths = np.asarray(indptr[r + 1], dtype=np.int64) - starts
-    ptr = np.zeros(len(r) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    return ptr, index_ranges(starts, lengths)
-
-
-def index_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenated index ranges [start, start + length) of each pair."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(lengths)
-    offsets = np.repeat(starts - (ends - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
-
-
 class GraphReader(ABC):
     """One published version of a graph, read-only.
 
-    Two sides: record readers (documents, chunks, ... by id) and the query side,
-    push-down operations a search is written against so that a query costs what it
-    touches: nearest neighbours within a vector kind, BM25 over a text kind,
-    adjacency of a set of graph rows, name lookup, per-entity statistics, ids by
-    row. Rows are positions within a vector kind; graph vertices are the entity
-    rows followed by the passages (:meth:`chunk_vertices`). A server-backed store
-    answers each of these with one query.
+    Two sides: records (documents, chunks, ... by id, :meth:`records` and the typed
+    readers over it) and the query side, push-down operations a search is written
+    against so that a query costs what it touches: nearest neighbours within a vector
+    kind, BM25 over a text kind, adjacency of a set of graph rows, lookup by key,
+    per-row attributes, ids by row, and the kernels a store may run in place (the
+    PageRank push, the provenance path search, the passages a path quotes). Rows are
+    positions within a vector kind; graph vertices are the entity rows followed by the
+    passages (the chunks' ``vertex`` attribute). A server-backed store answers each of
+    these with one query. What a search derives from them (an entity's specificity,
+    name lookups, ...) is in :mod:`kgrag.search.stats`.
     """
 
     #: reads go to a server: a search overlaps the ones that do not depend on each
@@ -206,52 +142,74 @@ class GraphReader(ABC):
         """Number of records of each kind."""
 
     @abstractmethod
+    def records(
+        self,
+        kind: str,
+        keys: Sequence[str] | None = None,
+        *,
+        key: str = "id",
+        level: int | None = None,
+    ) -> list[Any]:
+        """Records of one of :data:`RECORD_KINDS` whose ``key`` is one of ``keys`` (all
+        when None), ordered as the typed reader of the kind says. ``key`` is ``id``,
+        ``chunk_id`` (sentences and mentions) or ``end`` (relations with an end among
+        ``keys``); ``level`` keeps communities or tree nodes of that level."""
+
+    # -- typed record readers (over :meth:`records`) ---------------------------------
+
     def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
         """Documents by id (all when ``ids`` is None), in id order."""
+        return self.records("documents", ids)
 
-    @abstractmethod
     def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
         """Chunks by id (all when None), ordered by document then index."""
+        return self.records("chunks", ids)
 
-    @abstractmethod
     def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
         """Sentences of the given chunks (all when None)."""
+        return self.records("sentences", chunk_ids, key="chunk_id")
 
-    @abstractmethod
     def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
         """Entities by id (all when None), with the chunks that mention them."""
+        return self.records("entities", ids)
 
     def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
         """The name of each of the entities ``ids`` that exists: what a quote or a path
         shows, without the mentions an :meth:`entities` record carries (a general term
-        has thousands)."""
+        has thousands). A store overrides it with a read of the names alone."""
         return {e.id: e.name for e in self.entities(ids)}
 
-    @abstractmethod
     def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
         """Entity mentions in the given chunks (all when None)."""
+        return self.records("mentions", chunk_ids, key="chunk_id")
 
-    @abstractmethod
     def relations(
         self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
     ) -> list[Relation]:
         """Relations by id, or those with an end in ``touching``; all when both are None."""
+        if touching is None:
+            return self.records("relations", ids)
+        found = self.records("relations", touching, key="end")
+        if ids is None:
+            return found
+        wanted = set(ids)
+        return [r for r in found if r.id in wanted]
 
-    @abstractmethod
     def synonyms(self) -> list[Synonym]:
         """All synonymy edges."""
+        return self.records("synonyms")
 
-    @abstractmethod
     def communities(
         self, level: int | None = None, ids: Sequence[str] | None = None
     ) -> list[Community]:
         """Communities at ``level`` or by id (all when both are None)."""
+        return self.records("communities", ids, level=level)
 
-    @abstractmethod
     def tree_nodes(
         self, level: int | None = None, ids: Sequence[str] | None = None
     ) -> list[TreeNode]:
         """RAPTOR nodes at ``level`` or by id (all when both are None)."""
+        return self.records("tree_nodes", ids, level=level)
 
     @abstractmethod
     def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
@@ -308,10 +266,9 @@ class GraphReader(ABC):
         self, reset: np.ndarray, damping: float, eps: float, rounds: int = 100
     ) -> np.ndarray:
         """Approximate personalized PageRank over the stored walk
-        (:func:`kgrag.search.pagerank.pushed_pagerank`; ``reset`` over every vertex). Each
+        (:func:`kgrag.store.kernels.pushed_pagerank`; ``reset`` over every vertex). Each
         round reads the walk columns of its active vertices by :meth:`adjacency`; a
         server-backed store may run the whole push where the graph lives."""
-        from kgrag.search.pagerank import pushed_pagerank
 
         def columns(active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             adj = self.adjacency("walk", active)
@@ -325,10 +282,8 @@ class GraphReader(ABC):
         """Multi-source shortest paths over the relations from the entity rows ``seeds``
         (best first) until an entity of every group is settled (every entity within
         the limits when None): each entity's length and predecessor row (-9999 at a
-        seed). :func:`kgrag.search.paths.path_rounds` over :meth:`adjacency` and the
+        seed). :func:`kgrag.store.kernels.path_rounds` over :meth:`adjacency` and the
         entities' ``chunks``; a server-backed store may run it where the graph lives."""
-        from kgrag.search.paths import path_rounds, tolls
-
         return path_rounds(
             lambda rows: self.adjacency("relations", rows),
             lambda rows: tolls(self, rows, limits),
@@ -336,10 +291,6 @@ class GraphReader(ABC):
             groups,
             limits,
         )
-
-    @abstractmethod
-    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """The graph vertex of each chunk row (every row when None)."""
 
     @abstractmethod
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
@@ -350,20 +301,18 @@ class GraphReader(ABC):
     @abstractmethod
     def attribute(self, kind: str, name: str, rows: np.ndarray | None = None) -> np.ndarray:
         """A per-row attribute of a kind for ``rows`` (every row when None: a scan):
-        chunks ``title`` (its document's title, UTF-8 bytes); entities ``chunks``
-        (passages mentioning it), ``degree`` and ``component`` (its connected
-        component over the relations: entities of different components have no path); communities
-        ``level``, ``rating``, ``size`` (members), ``id_rank`` (rank of the id),
-        ``canonical`` (not a copy carried down a level), ``hierarchy`` (row i: the
-        i-th row in hierarchy order, coarsest level first, then id)."""
+        chunks ``title`` (its document's title, UTF-8 bytes), ``vertex`` (its graph
+        vertex) and ``title_entity`` (the entity row its document's title names, -1
+        none); entities ``chunks`` (passages mentioning it), ``degree`` and
+        ``component`` (its connected component over the relations: entities of
+        different components have no path); communities ``level``, ``rating``,
+        ``size`` (members), ``id_rank`` (rank of the id), ``canonical`` (not a copy
+        carried down a level), ``hierarchy`` (row i: the i-th row in hierarchy order,
+        coarsest level first, then id)."""
 
     @abstractmethod
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         """The relation ids of ``edge`` values of :meth:`adjacency` ``relations``."""
-
-    @abstractmethod
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        """The entity row that each chunk row's document title names (-1 none)."""
 
     def passage_texts(
         self, chunk_ids: Sequence[str], query: np.ndarray | None = None
@@ -396,7 +345,9 @@ class GraphReader(ABC):
         chunk_rows = self.rows("chunks", ids)
         with_row = [(c, int(r)) for c, r in zip(ids, chunk_rows.tolist(), strict=True) if r >= 0]
         if with_row:
-            named = self.title_entity(np.array([r for _, r in with_row], dtype=np.int64))
+            named = self.attribute(
+                "chunks", "title_entity", np.array([r for _, r in with_row], dtype=np.int64)
+            )
             known_t = [(c, int(e)) for (c, _), e in zip(with_row, named.tolist(), strict=True)]
             known_t = [(c, e) for c, e in known_t if e >= 0]
             eids = self.ids("entities", [e for _, e in known_t])
@@ -404,21 +355,6 @@ class GraphReader(ABC):
         return {
             c: PassageText(text[c], titles.get(c), tuple(by_chunk[c]), similarity[c]) for c in ids
         }
-
-    def lookup_names(self, keys: Sequence[str]) -> dict[str, int]:
-        """Entity rows by name key (:meth:`lookup` of ``entities``)."""
-        return self.lookup("entities", keys)
-
-    def entity_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per entity row: how many passages mention it, and its graph degree."""
-        return self.attribute("entities", "chunks", rows), self.attribute(
-            "entities", "degree", rows
-        )
-
-    def specificity(self, rows: np.ndarray) -> np.ndarray:
-        """1 / the number of passages mentioning each entity (HippoRAG's node specificity)."""
-        chunks = self.attribute("entities", "chunks", rows)
-        return 1.0 / np.maximum(1, chunks).astype(np.float64)
 
     @abstractmethod
     def close(self) -> None:

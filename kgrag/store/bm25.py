@@ -1,9 +1,8 @@
 """BM25 over an FTS5 index, scored in memory: the same scores as SQLite's ``bm25()``.
 
 An FTS5 ``MATCH "a" OR "b" ...`` query with ``bm25()`` decodes and scores
-every matching row in SQLite's virtual machine: 1.6 ms at p50 for a question
-over 2Wiki's 7k chunks, where questions share common words ("film", "born") with
-thousands of rows. :class:`Postings` reads the index's postings once, when the
+every matching row in SQLite's virtual machine, and questions share common words
+("film", "born") with thousands of rows. :class:`Postings` reads the index's postings once, when the
 version is written (through the ``fts5vocab`` table, so the terms are exactly
 the index's own tokens), stores them as arrays a reader maps, and scores a query
 with numpy from the postings of its own terms.
@@ -36,6 +35,13 @@ from kgrag.text.tokens import WORD as _WORD
 
 K1, B = 1.2, 0.75  # FTS5's constants
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+
+
+def stop_words() -> frozenset[str]:
+    """The words a query leaves out (scikit-learn's English stop words)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def query_words(query: str, stop: frozenset[str]) -> list[str]:
@@ -104,9 +110,7 @@ class Postings:
         n = len(rowids)
         span = max(n, 1)  # pair key: term * span + document
         # per batch of token instances, their distinct (term, document) pairs and counts:
-        # memory grows with the pairs, not with every token of the corpus (2Wiki's
-        # community reports: 3.6M instances, 1.4M pairs; a 600k-passage graph's 363M
-        # instances outgrew 24 GiB)
+        # memory grows with the pairs, not with every token of the corpus
         term_parts, doc_parts, count_parts = [], [], []
         cursor = db.execute(f"SELECT term, doc FROM temp.{vocab}")
         while batch := cursor.fetchmany(100_000):  # arrays, not a Python int per posting
@@ -167,8 +171,8 @@ class Postings:
         their BM25 scores (positive: SQLite's ``-bm25()``); reads those postings only."""
         n = len(self.length)
         # summed per document in query order, as SQLite sums its phrases, into one
-        # vector over the documents: a common word's run over most of 2.5M community
-        # reports (600k passages) is added where it lies, not gathered, sorted and binned
+        # vector over the documents: a common word's run over most of the documents is
+        # added where it lies, not gathered, sorted and binned
         total = np.zeros(n)  # every matching document's score is positive (idf >= 1e-6)
         for token in tokens:
             key = token.encode()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,33 +23,25 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgrag.errors import InvalidParams, StoreError
+from kgrag.store.ann import ann_nearest, open_ann
 from kgrag.store.arrays import FileRows, map_array
-from kgrag.store.base import (
-    GRAPHS,
-    Adjacency,
-    exact_scores,
-    gather_rows,
-    nearest_request,
-    row_ranges,
-    top_rows,
-)
+from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
+from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
 from kgrag.store.serving import HALF_KINDS
 
 _MIN_CANDIDATES = 32  # half-precision scans take at least this many
-#: ANN candidates re-scored exactly: at least this many, and 10 per asked neighbour
-#: (60k-passage graph, exact top 5 of 691k facts among the best 64 / 256 / 1024
-#: codes: 0.95 / 0.99 / 1.00; 2Wiki, exact top 100 chunks among 400 / 1,000: 0.985 /
-#: 1.000)
-ANN_CANDIDATES = 256
-ANN_EXPANSION = 10
-#: a walk of at most this many entries is held in memory once read (8 bytes an entry;
-#: 2Wiki: 1.1M entries, 60k passages: 5.1M, 41 MB, where a search's PageRank rounds read
-#: ~160k entries each, already ~38 MiB of the mapped walk's pages over 100 questions):
-#: scipy's column slicing of an in-memory matrix takes half the time of gathering the
-#: columns from the map (60k: local search 43 -> 38 ms)
+#: a walk of at most this many entries is held in memory once read (8 bytes an entry):
+#: scipy's column slicing of an in-memory matrix takes less time than gathering the
+#: columns from the map
 _SMALL_WALK = 16_000_000
 _FEW_ROWS = 512  # scattered rows read by pread rather than through a map, at most
 _SMALL_FILE = 8 << 20  # ... of a file larger than this (bytes)
+
+#: attributes of a row kept in a file of their own, not ``attr.<kind>.<name>.npy``
+_ATTRIBUTE_FILES = {
+    ("chunks", "vertex"): "chunk_vertex",
+    ("chunks", "title_entity"): "title_entity",
+}
 
 
 class ServingFiles:
@@ -193,8 +185,8 @@ class ServingFiles:
         qh = torch.from_numpy(np.ascontiguousarray(q, dtype=np.float16))
         out = []
         for i, vec in enumerate(q):
-            # one matrix-vector product per query: torch's fp16 mv kernel is ~4x faster
-            # than its fp16 matrix product here (19k facts: 3 ms against 13)
+            # one matrix-vector product per query: torch's fp16 mv kernel is faster than
+            # its fp16 matrix product here
             col = torch.mv(half, qh[i]).float().numpy()
             rows = np.sort(np.argpartition(-col, wide - 1)[:wide]) if wide < n else np.arange(n)
             out.append(self._rescore(kind, vec, rows, k))
@@ -270,18 +262,12 @@ class ServingFiles:
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         return [b.decode() for b in self._gather("relations.ids", edges).tolist()]
 
-    def chunk_vertices(self, rows: np.ndarray | None) -> np.ndarray:
-        cv = self.array("chunk_vertex")
-        return np.asarray(cv if rows is None else cv[np.asarray(rows, dtype=np.int64)])
-
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(self.array("title_entity")[np.asarray(rows, dtype=np.int64)])
-
     def attribute(self, kind: str, name: str, rows: np.ndarray | None) -> np.ndarray:
-        path = self.folder / f"attr.{kind}.{name}.npy"
+        file = _ATTRIBUTE_FILES.get((kind, name), f"attr.{kind}.{name}")
+        path = self.folder / f"{file}.npy"
         if not path.exists():
             raise InvalidParams(f"no attribute {name!r} of {kind}", field="name")
-        column = self.array(f"attr.{kind}.{name}")
+        column = self.array(file)
         return column if rows is None else np.asarray(column[np.asarray(rows, dtype=np.int64)])
 
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
@@ -311,29 +297,3 @@ class ServingFiles:
                 if isinstance(value, FileRows):
                     value.close()
             self._maps.clear()
-
-
-def ann_nearest(
-    index: Any, vectors: Callable[[np.ndarray], np.ndarray], n: int, q: np.ndarray, k: int
-) -> list[list[tuple[int, float]]]:
-    """The ``k`` nearest of ``n`` rows for each row of ``q``: candidates from the
-    quantised ``index`` (at least :data:`ANN_CANDIDATES`, :data:`ANN_EXPANSION`
-    per asked neighbour), ranked by the exact float32 cosines of their ``vectors``,
-    ties by row."""
-    wide = min(n, max(ANN_CANDIDATES, ANN_EXPANSION * k))
-    _, found = index.search(np.ascontiguousarray(np.atleast_2d(q), dtype=np.float32), wide)
-    out = []
-    for i, vec in enumerate(np.atleast_2d(q)):
-        rows = np.sort(found[i][found[i] >= 0].astype(np.int64))
-        out.append(top_rows(rows, exact_scores(vectors(rows), vec), k))
-    return out
-
-
-def open_ann(path: Path) -> Any:
-    """A kind's quantised index, read into memory (its codes are 1/32 of the vectors)."""
-    import faiss
-
-    try:
-        return faiss.read_index(str(path))
-    except RuntimeError as exc:
-        raise StoreError(f"{path}: unreadable ANN index: {str(exc).splitlines()[0]}") from exc

@@ -6,14 +6,14 @@ import igraph as ig
 import numpy as np
 import pytest
 
-from kgrag.search import pagerank as ppr
 from kgrag.search.pagerank import (
-    _Spread,
     personalized_pagerank,
     pushed_pagerank,
     transition,
     walk_matrix,
 )
+from kgrag.store import kernels
+from kgrag.store.kernels import _Spread
 
 
 def test_power_iteration_matches_prpack_with_isolated_vertices():
@@ -65,12 +65,12 @@ def _dense_push(matrix, reset, damping, eps, rounds=100):
     return p
 
 
-@pytest.mark.parametrize("few", [1, ppr._FEW_ENTRIES, 10**9])  # scans, as shipped, sorts
+@pytest.mark.parametrize("few", [1, kernels._FEW_ENTRIES, 10**9])  # scans, as shipped, sorts
 def test_pushes_run_scipys_column_product_to_the_bit(few, monkeypatch):
     # the push holds its moving mass sparse and sums it with scipy's CSC kernel on
     # scratch vectors; a dense push over scipy slices gives the same float32 mass,
     # whichever way a round finds the rows it reaches
-    monkeypatch.setattr(ppr, "_FEW_ENTRIES", few)
+    monkeypatch.setattr(kernels, "_FEW_ENTRIES", few)
     rng = np.random.default_rng(11)
     g = ig.Graph.Barabasi(n=2000, m=4, directed=False)
     g.es["weight"] = list(rng.random(g.ecount()) + 0.1)
@@ -103,7 +103,7 @@ def test_pushes_run_scipys_column_product_to_the_bit(few, monkeypatch):
 def test_gathered_columns_are_scipys_slices_either_way():
     import scipy.sparse as sp
 
-    from kgrag.store.base import gather_rows
+    from kgrag.store.kernels import gather_rows
 
     m = sp.random(300, 300, density=0.05, random_state=4, format="csc", dtype=np.float32)
     rows = np.array([7, 0, 299, 7, 150, 42])  # any order, repeats kept

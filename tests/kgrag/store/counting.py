@@ -6,8 +6,8 @@ on it unchanged; tests and benchmarks use it to show what a query touches. A
 call *reads a whole table* when it asks a record reader for every record (ids
 None), for a whole vector matrix (``vectors``), or for every synonym; a call
 *scans* when it reads one value per row of a kind (``similarity`` over every
-row, ``chunk_vertices`` or an ``attribute`` of every row), as bare dense search
-does over the chunks.
+row, or an ``attribute`` of every row such as the chunks' vertices), as bare dense
+search does over the chunks.
 """
 
 from __future__ import annotations
@@ -22,19 +22,8 @@ from typing import Any
 import numpy as np
 
 from kgrag.store.base import Adjacency, GraphReader, GraphStore, GraphWriter
-from kgrag.types import (
-    Chunk,
-    Community,
-    Document,
-    Entity,
-    Mention,
-    Relation,
-    Sentence,
-    Synonym,
-    TreeNode,
-)
 
-_SCANS = ("similarity", "chunk_vertices", "attribute")
+_SCANS = ("similarity", "attribute")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,54 +64,20 @@ class CountingReader(GraphReader):
 
     # -- records -------------------------------------------------------------------------
 
-    def documents(self, ids: Sequence[str] | None = None) -> list[Document]:
-        self._log("documents", "documents", ids)
-        return self.inner.documents(ids)
-
-    def chunks(self, ids: Sequence[str] | None = None) -> list[Chunk]:
-        self._log("chunks", "chunks", ids)
-        return self.inner.chunks(ids)
-
-    def sentences(self, chunk_ids: Sequence[str] | None = None) -> list[Sentence]:
-        self._log("sentences", "sentences", chunk_ids)
-        return self.inner.sentences(chunk_ids)
-
-    def entities(self, ids: Sequence[str] | None = None) -> list[Entity]:
-        self._log("entities", "entities", ids)
-        return self.inner.entities(ids)
+    def records(
+        self,
+        kind: str,
+        keys: Sequence[str] | None = None,
+        *,
+        key: str = "id",
+        level: int | None = None,
+    ) -> list[Any]:
+        self._log(kind, kind, keys)
+        return self.inner.records(kind, keys, key=key, level=level)
 
     def entity_names(self, ids: Sequence[str]) -> dict[str, str]:
         self._log("entity_names", "entities", ids)
         return self.inner.entity_names(ids)
-
-    def mentions(self, chunk_ids: Sequence[str] | None = None) -> list[Mention]:
-        self._log("mentions", "mentions", chunk_ids)
-        return self.inner.mentions(chunk_ids)
-
-    def relations(
-        self, ids: Sequence[str] | None = None, *, touching: Sequence[str] | None = None
-    ) -> list[Relation]:
-        named = ids if touching is None else touching
-        self._log(
-            "relations", "relations", named if ids is not None or touching is not None else None
-        )
-        return self.inner.relations(ids, touching=touching)
-
-    def synonyms(self) -> list[Synonym]:
-        self._log("synonyms", "synonyms", None)
-        return self.inner.synonyms()
-
-    def communities(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[Community]:
-        self._log("communities", "communities", ids)
-        return self.inner.communities(level, ids)
-
-    def tree_nodes(
-        self, level: int | None = None, ids: Sequence[str] | None = None
-    ) -> list[TreeNode]:
-        self._log("tree_nodes", "tree_nodes", ids)
-        return self.inner.tree_nodes(level, ids)
 
     def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
         self._log("vectors", kind, None)
@@ -167,10 +122,6 @@ class CountingReader(GraphReader):
         self._log("adjacency", graph, rows)
         return self.inner.adjacency(graph, rows)
 
-    def chunk_vertices(self, rows: np.ndarray | None = None) -> np.ndarray:
-        self._log("chunk_vertices", "chunks", rows)
-        return self.inner.chunk_vertices(rows)
-
     def lookup(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
         self._log("lookup", kind, keys)
         return self.inner.lookup(kind, keys)
@@ -182,10 +133,6 @@ class CountingReader(GraphReader):
     def relation_ids(self, edges: np.ndarray) -> list[str]:
         self._log("relation_ids", "relations", edges)
         return self.inner.relation_ids(edges)
-
-    def title_entity(self, rows: np.ndarray) -> np.ndarray:
-        self._log("title_entity", "chunks", rows)
-        return self.inner.title_entity(rows)
 
     def close(self) -> None:
         self.inner.close()

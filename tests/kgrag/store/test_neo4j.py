@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from kgrag.errors import InvalidParams, StoreError
+from kgrag.search.stats import chunk_vertices, lookup_names, specificity, title_entity
 from kgrag.store import open_store
 from kgrag.store.base import GRAPHS
 
@@ -47,11 +48,11 @@ def test_records_are_the_same(both):
 
 
 def test_vector_indexes_are_made_for_the_kinds_searched_by_nearest_neighbour(both):
-    from kgrag.store.serving import ANN_KINDS
+    from kgrag.store.ann import ANN_KINDS
 
     b = both[1]
     prefix = f"kg_{b.tag}__"
-    found = b.store.run(
+    found = b.connection.run(
         "SHOW VECTOR INDEXES YIELD name WHERE name STARTS WITH $p RETURN name", p=prefix
     )
     assert sorted(str(r[0])[len(prefix) :] for r in found) == sorted(f"{k}_vec" for k in ANN_KINDS)
@@ -96,9 +97,9 @@ def test_the_query_side_answers_the_same(both):
         assert np.allclose(np.asarray(x.data, dtype=float), np.asarray(y.data, dtype=float)), graph
         if graph == "relations":
             assert a.relation_ids(x.edge) == b.relation_ids(y.edge)
-    assert np.array_equal(a.chunk_vertices(), b.chunk_vertices())
+    assert np.array_equal(chunk_vertices(a), chunk_vertices(b))
     chunk_rows = np.arange(a.size("chunks"))
-    assert np.array_equal(a.title_entity(chunk_rows), b.title_entity(chunk_rows))
+    assert np.array_equal(title_entity(a, chunk_rows), title_entity(b, chunk_rows))
     assert a.attribute("chunks", "title").tolist() == b.attribute("chunks", "title").tolist()
     for kind, names in (
         ("entities", ("chunks", "degree")),
@@ -107,7 +108,7 @@ def test_the_query_side_answers_the_same(both):
         for name in names:
             assert a.attribute(kind, name).tolist() == b.attribute(kind, name).tolist(), name
     keys = ["cancer", "cell", "no such name at all", *[e.name.lower() for e in a.entities()[:20]]]
-    assert a.lookup_names(keys) == b.lookup_names(keys)
+    assert lookup_names(a, keys) == lookup_names(b, keys)
     sentences = [c.text.split(". ")[0] for c in a.chunks()[:5]]
     assert a.lookup("sentences", sentences) == b.lookup("sentences", sentences)
     with pytest.raises(InvalidParams, match="unknown graph"):
@@ -115,7 +116,7 @@ def test_the_query_side_answers_the_same(both):
     # BM25 from the same postings: the same hits and scores, to the bit, by kgrag.bm25
     # and by the Cypher query a server without it answers
     texts = [c.text for c in a.chunks()[:4]] + ["cell cancer treatment", "zzqx", "the of"]
-    assert "kgrag.bm25" in b.store.procedures()
+    assert "kgrag.bm25" in b.connection.procedures()
     for server in (True, False):
         b.server_push = server
         try:
@@ -138,17 +139,17 @@ def test_passage_texts_are_the_same_and_one_query(both):
     for query in (q, None):
         x = a.passage_texts(wanted, query)
         asked: list[str] = []
-        run = b.store.run
+        run = b.connection.run
 
         def counted(cypher: str, asked: list[str] = asked, run=run, **kw):
             asked.append(cypher)
             return run(cypher, **kw)
 
-        b.store.run = counted
+        b.connection.run = counted
         try:
             y = b.passage_texts(wanted, query)
         finally:
-            b.store.run = run
+            b.connection.run = run
         assert len(asked) == 1
         assert sorted(x) == sorted(y) == sorted(wanted[:-1])
         for cid in x:
@@ -166,13 +167,13 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     client's own push (a server without the procedure) gives it too; kgrag.similarity
     gives the folder's cosines."""
     a, b = both
-    assert {"kgrag.push", "kgrag.similarity", "kgrag.bm25"} <= b.store.procedures()
+    assert {"kgrag.push", "kgrag.similarity", "kgrag.bm25"} <= b.connection.procedures()
     n = a.size("entities") + a.size("chunks")
     rng = np.random.default_rng(11)
     for _ in range(4):
         reset = np.zeros(n)
         reset[rng.choice(n, 12, replace=False)] = rng.random(12)
-        reset[a.chunk_vertices()] += 0.02 * rng.random(a.size("chunks"))
+        reset[chunk_vertices(a)] += 0.02 * rng.random(a.size("chunks"))
         for eps in (1e-5, 1e-3):
             folder = a.pushed_pagerank(reset, 0.5, eps)
             assert folder.dtype == np.float32 and np.count_nonzero(folder) > 0
@@ -186,7 +187,7 @@ def test_the_push_and_the_dense_scan_run_in_the_database(both):
     served = b.similarity("chunks", q)
     assert served.dtype == np.float32 and served.shape == (a.size("chunks"),)
     assert np.allclose(served, a.similarity("chunks", q), atol=1e-6)
-    bad = b.store.run
+    bad = b.connection.run
     with pytest.raises(StoreError, match="outside"):
         bad("CALL kgrag.push('Nope', [5], [1.0], 3, 0.5, 1e-5, 10) YIELD mass RETURN mass")
 
@@ -198,7 +199,7 @@ def test_the_path_search_runs_in_the_database(both):
     from kgrag.search.paths import PathFinder
 
     a, b = both
-    assert "kgrag.paths" in b.store.procedures()
+    assert "kgrag.paths" in b.connection.procedures()
     shipped = PathFinder(a).limits
     n = a.size("entities")
     degree = a.attribute("entities", "degree")
@@ -230,7 +231,7 @@ def test_the_path_search_runs_in_the_database(both):
                 tried += 1
                 reached += len(folder) > len(set(seeds))
     assert reached > tried // 3  # the searches went somewhere (an empty groups list stops at once)
-    bad = b.store.run
+    bad = b.connection.run
     with pytest.raises(StoreError, match="outside"):
         bad(
             "CALL kgrag.paths('Nope', [5], [], false, 4.5, 500, 10, 10, 20.0, 1.0, 3) "
@@ -241,7 +242,7 @@ def test_the_path_search_runs_in_the_database(both):
 def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, monkeypatch):
     """Reads answered from what the reader kept (in any order, with repeats, past its
     budget) are the folder's answers."""
-    import kgrag.store.neo4j.store as n4
+    import kgrag.store.neo4j.memo as n4
 
     monkeypatch.setattr(n4, "MEMO_NUMBERS", 500)  # far below one search's reads
     a = open_store(science_graph).reader()
@@ -256,16 +257,16 @@ def test_what_a_reader_keeps_answers_as_the_store(science_graph, science_neo4j, 
             for graph, r in (("mentions", rows), ("links", rows), ("relations", erows)):
                 x, y = a.adjacency(graph, r), b.adjacency(graph, r)
                 assert np.array_equal(x.indptr, y.indptr) and np.array_equal(x.indices, y.indices)
-            assert np.array_equal(a.title_entity(rows), b.title_entity(rows))
+            assert np.array_equal(title_entity(a, rows), title_entity(b, rows))
             assert (
                 a.attribute("chunks", "title", rows).tolist()
                 == b.attribute("chunks", "title", rows).tolist()
             )
-            assert np.array_equal(a.specificity(erows), b.specificity(erows))
+            assert np.array_equal(specificity(a, erows), specificity(b, erows))
             ids = a.ids("entities", erows)
             assert a.entities(ids) == b.entities(ids)
             assert np.array_equal(a.rows("entities", ids), b.rows("entities", ids))
-            assert b._held <= 500
+            assert b.memo.held <= 500
     finally:
         a.close()
         b.close()
@@ -323,7 +324,7 @@ def test_parameter_lists_reach_the_server_whole_and_are_not_formatted(neo4j_uri,
     store = open_store(f"{neo4j_uri}/quiet-{uuid.uuid4().hex[:6]}")
     rows = [{"i": i, "vec": [float(i)] * 64} for i in range(2000)]
     with caplog.at_level(logging.DEBUG, logger="neo4j"):
-        found = store.run(
+        found = store.connection.run(
             "UNWIND $rows AS row RETURN count(row), sum(row.i), sum(row.vec[63])", rows=rows
         )
     assert list(found[0]) == [2000, sum(range(2000)), float(sum(range(2000)))]
@@ -455,7 +456,7 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
     as faiss decodes them (the low nibble the first sub-vector's); a version dropped
     takes its codebooks along."""
     from kgrag.store import copy_graph
-    from kgrag.store.serving import ANN_KINDS, trained_pq
+    from kgrag.store.ann import ANN_KINDS, trained_pq
 
     location = f"{neo4j_uri}/coded"
     # (a kind of a dozen rows has too few distinct vectors for 16 centroids a code)
@@ -464,7 +465,7 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
     try:
         first = copy_graph(a, target)
         b = target.reader()
-        assert "kgrag.nearest" in b.store.procedures()
+        assert "kgrag.nearest" in b.connection.procedures()
         coded = [k for k in ANN_KINDS if a.size(k) >= 50]
         assert sorted(b.manifest["pq_kinds"]) == sorted(coded) and len(coded) >= 2
         rng = np.random.default_rng(3)
@@ -476,11 +477,14 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
                 exact, served = a.nearest(kind, queries, k), b.nearest(kind, queries, k)
                 assert served == exact, (kind, k)  # rows and float32 scores, to the bit
             # the codes in the database decode as faiss decodes its own
-            ((m, sub, centroids),) = b.store.run(
-                f"MATCH (n:`{b.L['codebooks']}` {{kind: $kind}}) RETURN n.m, n.sub, n.centroids",
+            ((m, sub, centroids),) = b.connection.run(
+                f"MATCH (n:`{b.labels['codebooks']}` {{kind: $kind}}) "
+                "RETURN n.m, n.sub, n.centroids",
                 kind=kind,
             )
-            rows, codes = b._cols(f"MATCH (n:`{b.L[kind]}`) WHERE n.row >= 0", ("n.row", "n.pq"))
+            rows, codes = b.columns(
+                f"MATCH (n:`{b.labels[kind]}`) WHERE n.row >= 0", ("n.row", "n.pq")
+            )
             packed = np.zeros((n, (m + 1) // 2), dtype=np.uint8)
             packed[rows] = [np.frombuffer(c, dtype=np.uint8) for c in codes]
             nibbles = np.stack([packed & 15, packed >> 4], axis=2).reshape(n, -1)[:, :m]
@@ -494,11 +498,11 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
             q = queries[0]
             wide = min(n, 9)
             by_code = decoded.astype(np.float64) @ q.astype(np.float64)
-            found = b.store.run(
+            found = b.connection.run(
                 "CALL kgrag.nearest($label, $book, $kind, [$q], $wide, $wide, $n, '') "
                 "YIELD row RETURN collect(row)",
-                label=b.L[kind],
-                book=b.L["codebooks"],
+                label=b.labels[kind],
+                book=b.labels["codebooks"],
                 kind=kind,
                 q=q.tolist(),
                 wide=wide,
@@ -506,18 +510,18 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
             )[0][0]
             assert sorted(found) == sorted(np.argsort(-by_code, kind="stable")[:wide].tolist())
         with pytest.raises(StoreError, match="no codebook"):
-            b.store.run(
+            b.connection.run(
                 "CALL kgrag.nearest($label, $book, 'nope', [[0.1]], 5, 5, 3, '') YIELD row "
                 "RETURN row",
-                label=b.L["facts"],
-                book=b.L["codebooks"],
+                label=b.labels["facts"],
+                book=b.labels["codebooks"],
             )
         b.close()
         copy_graph(a, target)  # keep_versions 1: the first version goes, codebooks too
-        from kgrag.store.neo4j.store import _label, _tag
+        from kgrag.store.neo4j.model import label, version_tag
 
-        gone = _label("codebooks", _tag(target.name, first))
-        assert target.run(f"MATCH (n:`{gone}`) RETURN count(n)")[0][0] == 0
+        gone = label("codebooks", version_tag(target.name, first))
+        assert target.connection.run(f"MATCH (n:`{gone}`) RETURN count(n)")[0][0] == 0
     finally:
         a.close()
         target.close()

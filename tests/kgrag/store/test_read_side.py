@@ -100,7 +100,7 @@ def test_opening_and_a_local_search_read_no_whole_table(science_graph):
         # chunks (as bare dense search does) and the chunk vertices (read once)
         assert {(c.method, c.kind) for c in opened.scans()} == {
             ("similarity", "chunks"),
-            ("chunk_vertices", "chunks"),
+            ("attribute", "chunks.vertex"),
         }
 
 
@@ -117,6 +117,7 @@ def test_global_and_drift_read_no_whole_table(science_graph):
         assert opened.whole_reads() == []
         assert {c.kind for c in opened.scans()} <= {
             "chunks",
+            "chunks.vertex",
             "communities.level",
             "communities.size",
             "communities.canonical",
@@ -265,13 +266,13 @@ def test_deriving_twice_gives_the_same_files(science_graph, tmp_path):
 
 
 def test_ids_map_to_rows_only_by_exact_match():
-    from kgrag.store.serving import _Rows
+    from kgrag.store.graph_files import Rows
 
-    rows = _Rows(np.array([b"e:b", b"e:a", b"e:abc"]))
+    rows = Rows(np.array([b"e:b", b"e:a", b"e:abc"]))
     found = rows(["e:a", "e:abc", "e:abcd", "e:ab", "e:", "e:b", "x"])
     assert found.tolist() == [1, 2, -1, -1, -1, 0, -1]
     assert rows([]).tolist() == []
-    assert _Rows(np.zeros(0, dtype="S1"))(["e:a"]).tolist() == [-1]
+    assert Rows(np.zeros(0, dtype="S1"))(["e:a"]).tolist() == [-1]
 
 
 def test_a_vector_without_its_record_is_a_clear_error(science_graph, tmp_path):

@@ -10,6 +10,13 @@ import numpy as np
 import pytest
 
 from kgrag.errors import InvalidParams, StoreError, VersionGone
+from kgrag.search.stats import (
+    chunk_vertices,
+    entity_stats,
+    lookup_names,
+    specificity,
+    title_entity,
+)
 from kgrag.store import SQLiteGraphStore
 from kgrag.types import (
     Chunk,
@@ -267,18 +274,18 @@ def test_graph_adjacency_names_and_stats(store):
     c1, c2 = r.rows("chunks", ["c:1", "c:2"]).tolist()
     mentions = r.adjacency("mentions", np.array([c1, c2]))
     assert mentions.of(0).tolist() == [d] and mentions.of(1).tolist() == [v]
-    walk = r.adjacency("walk", r.chunk_vertices(np.array([c1])))
+    walk = r.adjacency("walk", chunk_vertices(r, np.array([c1])))
     assert walk.of(0).tolist() == [d]  # the passage's one edge: its mention of e:d
-    assert r.chunk_vertices().tolist() == [3, 2]  # entities first, then chunks by id
+    assert chunk_vertices(r).tolist() == [3, 2]  # entities first, then chunks by id
     # a walk column sums to 1: every vertex's out-weights are normalised
     cols = r.adjacency("walk", np.arange(4))
     sums = [cols.data[cols.indptr[i] : cols.indptr[i + 1]].sum() for i in range(4)]
     assert np.allclose(sums, 1.0)
-    assert r.lookup_names(["danube", "vistula", "donau", "sea"]) == {"danube": d, "vistula": v}
-    chunks, degree = r.entity_stats(np.array([d, v]))
+    assert lookup_names(r, ["danube", "vistula", "donau", "sea"]) == {"danube": d, "vistula": v}
+    chunks, degree = entity_stats(r, np.array([d, v]))
     assert chunks.tolist() == [1, 1] and degree.tolist() == [2, 2]
-    assert r.specificity(np.array([d])).tolist() == [1.0]
-    assert r.title_entity(np.array([c1, c2])).tolist() == [-1, -1]
+    assert specificity(r, np.array([d])).tolist() == [1.0]
+    assert title_entity(r, np.array([c1, c2])).tolist() == [-1, -1]
     titles = r.attribute("chunks", "title", np.array([c2, c1]))
     assert [t.decode() for t in titles.tolist()] == ["Rivers", "Rivers"]  # the document's
     assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []

@@ -25,7 +25,7 @@ import org.neo4j.procedure.Procedure;
  * a_chunks}) of the entities they reach beside the data, so a local search asks one query
  * for its paths instead of two a round.
  *
- * <p>The rules are kgrag.graph.paths.path_rounds', step for step, so both give the same
+ * <p>The rules are kgrag.store.kernels.path_rounds', step for step, so both give the same
  * lengths and predecessors: rounds of equal length (lengths are multiples of 0.5, exact in
  * a double), each settling its entities in ascending row order; a round offers every edge
  * of its entities (as stored) whose end is within the limit, a hub's (more than

@@ -19,7 +19,7 @@ import org.neo4j.procedure.Procedure;
  * weights, a column of M = A D^-1), so a local search asks one query for its walk instead
  * of a query per round that ships every active column to the client.
  *
- * <p>The arithmetic is kgrag.graph.ppr.pushed_pagerank's, in float32 and in its order
+ * <p>The arithmetic is kgrag.store.kernels.pushed_pagerank's, in float32 and in its order
  * (the active vertices ascending, each column's entries as stored, each product rounded
  * then summed into the vertex's entry), so both give the same mass to the bit:
  *
