@@ -11,7 +11,7 @@ two classes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -365,6 +365,64 @@ class GraphReader(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RecordReader(GraphReader):
+    """A reader that answers :meth:`records` with one private reader per record kind,
+    the way both stores do: the request is checked once here and sent on."""
+
+    def records(
+        self,
+        kind: str,
+        keys: Sequence[str] | None = None,
+        *,
+        key: str = "id",
+        level: int | None = None,
+    ) -> list[Any]:
+        record_request(kind, keys, key)
+        if kind == "communities":
+            return self._communities(level, keys)
+        if kind == "tree_nodes":
+            return self._tree_nodes(level, keys)
+        if kind == "relations":
+            return self._relations(keys, by_end=key == "end")
+        if kind == "synonyms":
+            return self._synonyms()
+        read: dict[str, Callable[[Sequence[str] | None], list[Any]]] = {
+            "documents": self._documents,
+            "chunks": self._chunks,
+            "sentences": self._sentences,
+            "entities": self._entities,
+            "mentions": self._mentions,
+        }
+        return read[kind](keys)
+
+    @abstractmethod
+    def _documents(self, ids: Sequence[str] | None) -> list[Document]: ...
+
+    @abstractmethod
+    def _chunks(self, ids: Sequence[str] | None) -> list[Chunk]: ...
+
+    @abstractmethod
+    def _sentences(self, chunk_ids: Sequence[str] | None) -> list[Sentence]: ...
+
+    @abstractmethod
+    def _entities(self, ids: Sequence[str] | None) -> list[Entity]: ...
+
+    @abstractmethod
+    def _mentions(self, chunk_ids: Sequence[str] | None) -> list[Mention]: ...
+
+    @abstractmethod
+    def _relations(self, keys: Sequence[str] | None, by_end: bool) -> list[Relation]: ...
+
+    @abstractmethod
+    def _communities(self, level: int | None, ids: Sequence[str] | None) -> list[Community]: ...
+
+    @abstractmethod
+    def _tree_nodes(self, level: int | None, ids: Sequence[str] | None) -> list[TreeNode]: ...
+
+    @abstractmethod
+    def _synonyms(self) -> list[Synonym]: ...
 
 
 class GraphWriter(ABC):

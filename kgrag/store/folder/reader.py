@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from kgrag.errors import InvalidParams, StoreError
 from kgrag.store import schema
-from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, GraphReader, record_request
+from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, RecordReader
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
@@ -45,7 +45,7 @@ def _vector_kind(kind: str) -> str:
     return kind
 
 
-class SQLiteGraphReader(GraphReader):
+class SQLiteGraphReader(RecordReader):
     """One version, opened read-only; safe to share between threads."""
 
     def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
@@ -85,32 +85,6 @@ class SQLiteGraphReader(GraphReader):
 
     def counts(self) -> dict[str, int]:
         return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in RECORD_KINDS}
-
-    def records(
-        self,
-        kind: str,
-        keys: Sequence[str] | None = None,
-        *,
-        key: str = "id",
-        level: int | None = None,
-    ) -> list[Any]:
-        record_request(kind, keys, key)
-        if kind == "communities":
-            return self._communities(level, keys)
-        if kind == "tree_nodes":
-            return self._tree_nodes(level, keys)
-        if kind == "relations":
-            return self._relations(keys, by_end=key == "end")
-        if kind == "synonyms":
-            return self._synonyms()
-        read: dict[str, Callable[[Sequence[str] | None], list[Any]]] = {
-            "documents": self._documents,
-            "chunks": self._chunks,
-            "sentences": self._sentences,
-            "entities": self._entities,
-            "mentions": self._mentions,
-        }
-        return read[kind](keys)
 
     def _documents(self, ids: Sequence[str] | None) -> list[Document]:
         sql = "SELECT id, title, uri, meta, text, sections FROM documents"

@@ -12,14 +12,14 @@ readers asked for everything (``chunks()`` with no ids), as the embedded store d
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from kgrag.errors import InvalidParams
 from kgrag.store import schema
-from kgrag.store.base import GRAPHS, RECORD_KINDS, GraphReader, PassageText, record_request
+from kgrag.store.base import GRAPHS, RECORD_KINDS, PassageText, RecordReader
 from kgrag.store.kernels import Adjacency, PathLimits
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import ATTRIBUTES, ROW_PROPS, props_columns, vector_kind
@@ -37,7 +37,7 @@ from kgrag.types import (
 )
 
 
-class Neo4jGraphReader(VersionSearch, GraphReader):
+class Neo4jGraphReader(VersionSearch, RecordReader):
     """One published version (``version``, described by ``meta``) of the graph
     ``connection`` reaches."""
 
@@ -52,32 +52,6 @@ class Neo4jGraphReader(VersionSearch, GraphReader):
     def counts(self) -> dict[str, int]:
         counts = self.manifest.get("counts") or {}
         return {kind: int(counts.get(kind, 0)) for kind in RECORD_KINDS}
-
-    def records(
-        self,
-        kind: str,
-        keys: Sequence[str] | None = None,
-        *,
-        key: str = "id",
-        level: int | None = None,
-    ) -> list[Any]:
-        record_request(kind, keys, key)
-        if kind == "communities":
-            return self._communities(level, keys)
-        if kind == "tree_nodes":
-            return self._tree_nodes(level, keys)
-        if kind == "relations":
-            return self._relations(keys, by_end=key == "end")
-        if kind == "synonyms":
-            return self._synonyms()
-        read: dict[str, Callable[[Sequence[str] | None], list[Any]]] = {
-            "documents": self._documents,
-            "chunks": self._chunks,
-            "sentences": self._sentences,
-            "entities": self._entities,
-            "mentions": self._mentions,
-        }
-        return read[kind](keys)
 
     def _documents(self, ids: Sequence[str] | None) -> list[Document]:
         return sorted(
