@@ -18,6 +18,8 @@ from kgrag.ids import content_id
 from kgrag.text.tokens import TOKEN, count_tokens
 from kgrag.types import Chunk, Document
 
+from .layout import TABLE, TEXT, Layout
+
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then
 # whitespace; group 1 is the next visible character.
 _TERMINAL = re.compile(r"[.!?]+[\"')\]’”»]*(?=\s+(\S))")
@@ -125,12 +127,25 @@ def chunk_documents(
 
 
 def _chunk_document(doc: Document, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
-    """The chunks of one document, section by section."""
+    """The chunks of one document, section by section: sentence windows, and for a
+    document read from a file its tables and images as chunks of their own."""
+    layout = Layout(doc)
     chunks: list[Chunk] = []
     for start, end, path, is_heading in _segments(doc):
-        units = _units(doc.text, start, end, is_heading, max_tokens)
-        for first, last in _windows(units, max_tokens, overlap_tokens):
-            chunks.append(_make_chunk(doc, len(chunks), units[first].start, units[last].end, path))
+        context = _context(doc, path)
+        for piece in layout.pieces(start, end):
+            if piece.kind == TABLE:
+                chunks += layout.table_chunks(piece.index, path, context, len(chunks), max_tokens)
+                continue
+            heading = is_heading and piece.start == start
+            units = _units(doc.text, piece.start, piece.end, heading, max_tokens)
+            for first, last in _windows(units, max_tokens, overlap_tokens):
+                s, e = units[first].start, units[last].end
+                if layout.only_placeholders(s, e):
+                    continue
+                chunks.append(_make_chunk(doc, len(chunks), s, e, path, layout))
+            for image in layout.images_in(piece.start, piece.end):
+                chunks.append(layout.image_chunk(image, path, context, len(chunks)))
     return chunks
 
 
@@ -216,21 +231,28 @@ def _windows(units: list[_Unit], max_tokens: int, overlap_tokens: int) -> list[t
     return windows
 
 
-def _make_chunk(doc: Document, index: int, start: int, end: int, path: tuple[str, ...]) -> Chunk:
-    text = doc.text[start:end]
-    # A markdown document's title is usually its level-1 heading; say it once.
+def _context(doc: Document, path: tuple[str, ...]) -> str:
+    """The "Title > Section" line of a chunk; a markdown document's title is usually
+    its level-1 heading, said once."""
     if path and path[0] == doc.title:
         path = path[1:]
+    return " > ".join([doc.title, *path])
+
+
+def _make_chunk(
+    doc: Document, index: int, start: int, end: int, path: tuple[str, ...], layout: Layout
+) -> Chunk:
+    text = doc.text[start:end]
     return Chunk(
         id=content_id("chunk", doc.id, text, str(start)),
         doc_id=doc.id,
         index=index,
         text=text,
-        context=" > ".join([doc.title, *path]),
+        context=_context(doc, path),
         tokens=count_tokens(text),
         start=start,
         end=end,
-        meta=dict(doc.meta),
+        meta=layout.meta(TEXT, path, start, end),
     )
 
 
@@ -267,5 +289,5 @@ def _whole(doc: Document) -> Chunk:
         tokens=count_tokens(doc.text),
         start=0,
         end=len(doc.text),
-        meta=dict(doc.meta),
+        meta=Layout(doc).meta(TEXT, (), 0, len(doc.text)),
     )

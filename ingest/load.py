@@ -3,7 +3,9 @@
 Accepted inputs are ``.txt`` and ``.md`` files (one document each), ``.json``
 files (a HippoRAG ``[{title, text}]`` corpus, a HotpotQA ``{title: [sentences]}``
 corpus, or ``{id, text, meta?, title?}`` records) and ``.jsonl`` files (one
-record per line). Directories are walked recursively in sorted order.
+record per line), and documents in their own formats (PDF, Word, PowerPoint,
+HTML, spreadsheets, CSV, images: :mod:`ingest.documents`), one document each.
+Directories are walked recursively in sorted order.
 
 A bad file never stops a load: it becomes one :class:`~kgrag.errors.InputError`
 naming the file and saying what is wrong, and every other file still loads.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,9 @@ from kgrag.errors import InputError
 from kgrag.ids import content_id
 from kgrag.types import Document
 
-SUPPORTED = (".txt", ".md", ".json", ".jsonl")
+from .documents import FORMATS, read_file
+
+SUPPORTED = (".txt", ".md", ".json", ".jsonl", *FORMATS)
 _EXPECTED = "(expected " + ", ".join(SUPPORTED) + ")"
 _BINARY_PROBE = 8192
 _BOM = "\ufeff"
@@ -47,6 +51,8 @@ class LoadResult:
     documents: list[Document]
     errors: list[InputError]
     skipped: list[str]
+    #: parts of files read only in part (a scanned page without OCR, a cut sheet)
+    warnings: list[InputError] = field(default_factory=list)
 
 
 def load_paths(paths: Sequence[str | Path]) -> LoadResult:
@@ -59,6 +65,7 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
     documents: list[Document] = []
     errors: list[InputError] = []
     skipped: list[str] = []
+    warnings: list[InputError] = []
     seen_ids: set[str] = set()
     seen_files: set[Path] = set()
     for path in _files(paths, errors, skipped):
@@ -67,7 +74,7 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
             continue
         seen_files.add(real)
         try:
-            loaded = _load_file(path)
+            loaded = _load_file(path, warnings)
         except InputError as exc:
             errors.append(exc)
             continue
@@ -75,7 +82,7 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
             if doc.id not in seen_ids:
                 seen_ids.add(doc.id)
                 documents.append(doc)
-    return LoadResult(documents=documents, errors=errors, skipped=skipped)
+    return LoadResult(documents=documents, errors=errors, skipped=skipped, warnings=warnings)
 
 
 # --- finding files ----------------------------------------------------------
@@ -129,9 +136,13 @@ def _unsupported(suffix: str) -> str:
 # --- reading ----------------------------------------------------------------
 
 
-def _load_file(path: Path) -> list[Document]:
+def _load_file(path: Path, warnings: list[InputError]) -> list[Document]:
     """Documents of one file; raises InputError if any part of it is bad."""
     uri = path.as_posix()
+    if path.suffix.lower() in FORMATS:
+        read = read_file(path, uri)
+        warnings.extend(InputError(uri, w) for w in read.warnings)
+        return [read.document]
     text = _read_text(path, uri)
     suffix = path.suffix.lower()
     if suffix == ".txt":

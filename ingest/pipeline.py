@@ -47,6 +47,7 @@ def ingest_paths(
         loaded = load_paths(paths)
     report = build(loaded.documents, graph_dir, config, stages=stages)
     report.errors, report.skipped = loaded.errors, loaded.skipped
+    report.warnings = loaded.warnings
     return report
 
 

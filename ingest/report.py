@@ -32,6 +32,7 @@ class BuildReport:
     seconds: dict[str, float] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    warnings: list[InputError] = field(default_factory=list)
 
     def summary(self) -> str:
         """A human-readable end-of-ingest summary."""
@@ -52,6 +53,8 @@ class BuildReport:
             lines.append(f"seconds      {per} (total {sum(self.seconds.values()):.1f}s)")
         if self.skipped:
             lines.append(f"skipped      {len(self.skipped)} file(s) of unsupported type")
+        if self.warnings:
+            lines.append(f"warnings     {len(self.warnings)}; see the warnings above")
         if self.errors:
             lines.append(f"failed       {len(self.errors)} file(s); see the errors above")
         return "\n".join(lines)

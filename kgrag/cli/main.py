@@ -44,7 +44,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_ingest(sub: Any) -> None:
     ing = sub.add_parser("ingest", help="build or extend a graph from files and folders")
-    ing.add_argument("paths", nargs="+", help=".txt, .md, .json, .jsonl files or folders")
+    ing.add_argument(
+        "paths",
+        nargs="+",
+        help="files or folders: .txt .md .json .jsonl .pdf .docx .pptx .xlsx .csv .html images",
+    )
     ing.add_argument("--graph", required=True, help="graph folder, e.g. graphs/demo")
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -126,6 +130,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     report = ingest(args.paths, args.graph, config, progress=not args.quiet)
+    for warning in report.warnings:
+        print(f"kgrag: warning: {warning.path}: {warning.reason}", file=sys.stderr)
     for err in report.errors:
         print(f"kgrag: error: {err.path}: {err.reason}", file=sys.stderr)
     print(report.summary())

@@ -243,13 +243,14 @@ def _chunk_source(reader: GraphReader) -> Source:
 
 def _chunk_item(c: Chunk, d: Document) -> Item:
     meta = chunk_meta(c, d)
+    uri = f"{d.uri}#page={meta['page']}" if d.uri and "page" in meta else d.uri
     return Item(
         c.id,
         c.text,
         0,
         (c.id,),
         meta,
-        {"source": meta["source"], "uri": d.uri, "title": d.title, "start": c.start, "end": c.end},
+        {"source": meta["source"], "uri": uri, "title": d.title, "start": c.start, "end": c.end},
         {"docId": c.doc_id, "index": c.index, "context": c.context},
     )
 

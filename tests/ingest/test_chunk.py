@@ -123,7 +123,7 @@ def test_windows_fit_are_exact_slices_and_overlap_trailing_sentences() -> None:
     for c in chunks:
         assert c.text == d.text[c.start : c.end]
         assert c.tokens == count_tokens(c.text) <= 20
-        assert c.meta == {"source": "n.txt"}
+        assert c.meta == {"source": "n.txt", "chunk_type": "text", "parent_path": []}
     for prev, nxt in zip(chunks, chunks[1:], strict=False):
         prev_sents = sentences(prev.text)
         nxt_sents = sentences(nxt.text)

@@ -152,24 +152,27 @@ def test_directory_walk_is_recursive_sorted_and_skips_hidden(tmp_path: Path) -> 
     write(tmp_path / "a" / "y.txt", "Why.")
     write(tmp_path / ".hidden.txt", "Hidden.")
     write(tmp_path / ".git" / "inner.txt", "Hidden dir.")
-    write(tmp_path / "a" / "paper.pdf", b"%PDF-1.4")
+    write(tmp_path / "a" / "paper.doc", b"\xd0\xcf\x11\xe0")
     write(tmp_path / "README", "no extension")
     result = load_paths([tmp_path])
     assert result.errors == []
     assert [d.title for d in result.documents] == ["y", "Zed", "b"]
     assert result.skipped == [
         (tmp_path / "README").as_posix(),
-        (tmp_path / "a" / "paper.pdf").as_posix(),
+        (tmp_path / "a" / "paper.doc").as_posix(),
     ]
 
 
 def test_explicit_unsupported_file_is_an_error(tmp_path: Path) -> None:
-    f = write(tmp_path / "paper.pdf", b"%PDF-1.4")
+    f = write(tmp_path / "paper.doc", b"\xd0\xcf\x11\xe0")
     result = load_paths([f])
     assert result.documents == [] and result.skipped == []
     [err] = result.errors
     assert err.path == f.as_posix()
-    assert err.reason == "unsupported file type '.pdf' (expected .txt, .md, .json, .jsonl)"
+    assert err.reason == (
+        "unsupported file type '.doc' (expected .txt, .md, .json, .jsonl, .pdf, .docx, .pptx,"
+        " .xlsx, .csv, .html, .htm, .png, .jpg, .jpeg, .tif, .tiff)"
+    )
 
 
 # --- bad input --------------------------------------------------------------
