@@ -22,8 +22,8 @@ from kgrag.search.stats import specificity
 from kgrag.store import GraphReader
 
 from .hits import HitBuilder, HitOptions
+from .items import Source, prefetch, rows_of
 from .searches import GraphSearches, LocalCall, local_call, path_sources
-from .units import Source, prefetch, rows_of
 
 if TYPE_CHECKING:
     from kgrag.search.drift import DriftResult

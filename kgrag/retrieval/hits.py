@@ -21,9 +21,9 @@ import numpy as np
 from kgrag.config import RetrievalConfig
 from kgrag.rcp import feedback as fb
 
+from .items import Source
 from .stages import finite
 from .trust import Trust, assess, sanitize
-from .units import Source
 
 #: a row's query cosine: a vector over every row of the source, or the rows scored
 DenseScores = np.ndarray | Mapping[int, float]

@@ -30,10 +30,11 @@ from ..errors import InvalidParams
 from ..store import GraphReader
 from .graph_hits import GraphHits
 from .hits import HitBuilder
+from .items import Source, prefetch
 from .plan import FUSIONS, GRAPH_UNITS, MODES, TREE_STRATEGIES, Plan, plan_call
 from .searches import GraphSearches
 from .transform import EntityFacts
-from .units import UNITS, Source, canonical_rows, load_sources, prefetch
+from .units import UNITS, canonical_rows, load_sources
 
 if TYPE_CHECKING:
     from .rerank import Reranker
@@ -273,7 +274,7 @@ class Retriever:
         rows = source.rows(plan.level)
         if source.unit == "community" and plan.level is None:
             rows = np.intersect1d(rows, canonical_rows(source, self.reader))
-        if plan.p.filter is not None and source.unit in ("chunk", "document"):
+        if plan.p.filter is not None and source.unit in ("chunk", "document", "page"):
             predicate = filters.compile_filter(plan.p.filter, self.fields)
             if predicate is not None:
                 rows = np.array(
@@ -350,7 +351,7 @@ class Retriever:
         rec = plan.p.recency
         if rec is None or not ranked:
             return ranked
-        if source.unit not in ("chunk", "document"):
+        if source.unit not in ("chunk", "document", "page"):
             return ranked  # refused or noted by _plan
         if self.fields.get(rec.field) not in ("date", "int", "float"):
             raise InvalidParams(

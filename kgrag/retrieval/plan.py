@@ -121,7 +121,7 @@ def plan_call(
 
 def _flat_options(p: RetrieveParams, unit: str, offers: _Offers) -> int | None:
     """Filters, recency and levels, which only some units have; the level to rank."""
-    flat = unit in ("chunk", "document")
+    flat = unit in ("chunk", "document", "page")
     if p.filter is not None and not flat:  # filters and dates are chunk metadata
         offers.refuse("filter", f"filters apply to chunks and documents, not to unit {unit}", None)
     if p.recency is not None and not flat:

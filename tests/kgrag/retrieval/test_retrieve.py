@@ -108,7 +108,7 @@ def test_k_is_clamped_never_rejected(science):
     ("params", "option"),
     [
         ({"mode": "semantic"}, "mode"),
-        ({"unit": "page"}, "unit"),
+        ({"unit": "passage"}, "unit"),
         ({"fusion": {"method": "convex"}}, "fusion.method"),
         ({"rerank": {"method": "llm"}}, "rerank.method"),
         ({"rewrite": "telepathy"}, "rewrite"),
