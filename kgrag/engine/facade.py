@@ -15,7 +15,7 @@ from typing import Any
 from kgrag.config import Config, RetrievalConfig
 from kgrag.encoders import Encoder, load_encoder
 from kgrag.engine.graph import OPS, GraphOps
-from kgrag.errors import InvalidParams
+from kgrag.errors import InvalidParams, NotFound
 from kgrag.rcp.sessions import Sessions
 from kgrag.retrieval.pipeline import Progress, Retriever
 from kgrag.store import GraphReader, GraphStore, open_store
@@ -157,6 +157,20 @@ class Engine:
                 for it in r.sources["chunk"].items
             ]
         return records
+
+    def image(self, doc_id: str, number: int) -> tuple[bytes, str]:
+        """The bytes and MIME type of picture ``number`` (1-based, its ``[Image N]``
+        placeholder) of a document read from a file, in the latest version."""
+        import base64
+
+        found = self.retriever().reader.documents([doc_id])
+        if not found:
+            raise NotFound(f"no document {doc_id!r} in this graph")
+        images = (found[0].meta.get("layout") or {}).get("images") or []
+        if not 1 <= number <= len(images) or not images[number - 1].get("data"):
+            raise NotFound(f"document {doc_id!r} has no picture {number}")
+        image = images[number - 1]
+        return base64.b64decode(image["data"]), str(image.get("mime") or "")
 
     def embed(self, params: dict[str, Any]) -> dict[str, Any]:
         """RCP ``embed`` (§7.3): one vector per input, as JSON or ``f32-base64``."""

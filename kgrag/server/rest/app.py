@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kgrag.errors import KgragError
+from kgrag.server.rest.evidence import IMAGES
 from kgrag.server.rest.models import QueryBody, QueryBodyV2, openapi
 from kgrag.server.rest.route import answer
 
@@ -101,8 +102,28 @@ def rest_routes(endpoint: Any) -> list[Route]:
     async def schema(request: Request) -> Response:
         return JSONResponse(openapi())
 
+    async def image(request: Request) -> Response:
+        """A picture of a document read from a file, for the evidence's image parts."""
+        refused, _ = endpoint.guard(request)
+        if refused is not None:
+            return refused
+        asked = (request.query_params.get("namespace") or "").strip() or "default"
+        name = asked if asked in graphs.names else graphs.default if asked == "default" else None
+        if name is None:
+            return JSONResponse({"detail": f"namespace {asked!r} not found"}, 404)
+        doc = request.path_params["doc"]
+        try:
+            number = int(request.path_params["number"])
+            data, mime = graphs.get(name).image(doc if doc.startswith("d:") else f"d:{doc}", number)
+        except ValueError:
+            return JSONResponse({"detail": "the picture number must be an integer"}, 422)
+        except KgragError as exc:
+            return JSONResponse({"detail": exc.message, "code": exc.code}, 404)
+        return Response(data, media_type=mime or "application/octet-stream")
+
     return [
         Route("/v1/retrieval/query", v1, methods=["POST"]),
         Route("/v2/retrieval/query", v2, methods=["POST"]),
         Route("/openapi.json", schema, methods=["GET"]),
+        Route(IMAGES + "/{doc}/{number}", image, methods=["GET"]),
     ]

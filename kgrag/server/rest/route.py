@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ import rcp
 
 from kgrag.engine import explore
 from kgrag.errors import KgragError
+from kgrag.server.rest.evidence import chunk_type_of, doc_of, file_of, response, section_of
 from kgrag.server.rest.models import QueryBody, QueryBodyV2
 
 CHUNK_TYPES = ("text", "image", "table", "page")
@@ -20,21 +20,6 @@ CHUNK_TYPES = ("text", "image", "table", "page")
 def _doc_ids(ids: Iterable[str]) -> frozenset[str]:
     """Client document ids as stored ids: ours carry a ``d:`` prefix, accepted without."""
     return frozenset(i if i.startswith("d:") else f"d:{i}" for i in ids)
-
-
-def doc_of(hit: dict[str, Any]) -> str:
-    return str((hit.get("chunk") or {}).get("docId") or (hit.get("meta") or {}).get("docId", ""))
-
-
-def section_of(hit: dict[str, Any]) -> str:
-    return str(
-        (hit.get("chunk") or {}).get("context") or (hit.get("meta") or {}).get("section", "")
-    )
-
-
-def chunk_type_of(hit: dict[str, Any]) -> str:
-    kind = (hit.get("meta") or {}).get("chunk_type", "text")
-    return kind if kind in CHUNK_TYPES else "text"
 
 
 @dataclass(frozen=True)
@@ -69,9 +54,9 @@ class Scope:
             return False
         if self.types is not None and chunk_type_of(hit) not in self.types:
             return False
-        if self.paths:
-            section = section_of(hit).casefold()
-            under = any(p in section for p in self.paths)
+        if self.paths:  # signal paths match the file's path and the section path
+            where = f"{file_of(hit)} / {section_of(hit)}".casefold()
+            under = any(p in where for p in self.paths)
             return under if self.keep else not under
         return True
 
@@ -198,7 +183,7 @@ def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
     if body.threshold is not None:
         hits = [h for h in hits if rrf_score(h) >= body.threshold]
     hits = hits[:top_k]
-    return _response(namespace, body, routed, hits, notes)
+    return response(namespace, body, routed, hits, notes)
 
 
 def _small_corpus(
@@ -266,99 +251,3 @@ def _all_ranked(
     floor = min((h["score"] for h in ranked), default=0.0)
     rest = [c | {"score": floor} for c in scoped if c["id"] not in seen]
     return ranked + rest
-
-
-def _names(hit: dict[str, Any]) -> tuple[str, str, str]:
-    """(file path, source file name, section path) of a hit."""
-    citation = hit.get("citation") or {}
-    meta = hit.get("meta") or {}
-    path = str(citation.get("source") or meta.get("source") or "")
-    name = os.path.basename(path) if path else str(citation.get("title") or meta.get("title") or "")
-    return path, name or doc_of(hit), section_of(hit)
-
-
-def _response(
-    namespace: str,
-    body: QueryBody,
-    routed: Routed,
-    hits: list[dict[str, Any]],
-    notes: list[str],
-) -> dict[str, Any]:
-    results, referenced, groups = _rows(hits)
-    return {
-        "namespace": namespace,
-        "query": body.query,
-        "router_used": routed.router,
-        "evidence": _evidence(groups),
-        "evidence_text": "",
-        "answer_text": "",
-        "referenced_chunks": referenced,
-        "results": results,
-        "stop_reason": routed.stop,
-        "failure_reason": routed.failure,
-        "decision_trace": routed.trace,
-        "notes": notes,
-        "conversation_id": body.conversation_id,
-    }
-
-
-def _rows(
-    hits: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
-    """Each hit as a result and a referenced chunk, and the hits grouped by document
-    and section (the evidence groups, in first-seen order)."""
-    results, referenced = [], []
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for hit in hits:
-        path, name, section = _names(hit)
-        doc = doc_of(hit)
-        kind = chunk_type_of(hit)
-        source = {"document_id": doc, "source_file_name": name, "section_path": section}
-        results.append(
-            {
-                "chunk_id": hit["id"],
-                "document_id": doc,
-                "content": hit.get("text", ""),
-                "chunk_type": kind,
-                "score": hit["score"],
-                "source": source,
-            }
-        )
-        referenced.append(
-            {
-                "chunk_id": hit["id"],
-                "document_id": doc,
-                "chunk_type": kind,
-                "section_path": section,
-                "file_path": path,
-            }
-        )
-        group = groups.setdefault((doc, section), {"name": name, "parts": []})
-        group["parts"].append(
-            {
-                "chunk_id": hit["id"],
-                "document_id": doc,
-                "chunk_index": int((hit.get("chunk") or {}).get("index", 0)),
-                "text": hit.get("text", ""),
-            }
-        )
-    return results, referenced, groups
-
-
-def _evidence(groups: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """One labelled evidence block per group, its parts in chunk order."""
-    evidence = []
-    for n, ((doc, section), group) in enumerate(groups.items(), start=1):
-        parts = sorted(group["parts"], key=lambda p: p["chunk_index"])
-        evidence.append(
-            {
-                "label": f"E{n}",
-                "header": f"[E{n}] [§ {group['name']} / {section}]",
-                "document_id": doc,
-                "source_file_name": group["name"],
-                "parent_path": section,
-                "text": "\n\n".join(p["text"] for p in parts),
-                "parts": parts,
-            }
-        )
-    return evidence

@@ -131,8 +131,8 @@ def test_small_corpus_returns_every_scoped_chunk_grouped_by_section(url: str, re
     sections = {r["source"]["section_path"] for r in out["results"]}
     assert sections == {
         "Pump manual",
-        "Pump manual > Installing the pump",
-        "Pump manual > Cleaning the filter",
+        "Pump manual / Installing the pump",
+        "Pump manual / Cleaning the filter",
     }
     assert [g["parent_path"] for g in out["evidence"]].count("Pump manual") == 1
     assert len(out["evidence"]) == 3  # one group per document and section
