@@ -78,18 +78,90 @@ def extract(
     n_process: int,
     batch_size: int,
     progress: Callable[[int], None] | None = None,
+    tables: Mapping[str, TableRows] | None = None,
 ) -> Extraction:
-    """Parse every chunk and collect mentions, relations and sentences."""
+    """Parse every chunk and collect mentions, relations and sentences; a table chunk
+    (``tables``: its rows by chunk id) states its facts by row instead."""
     out = Extraction()
     skip = frozenset(skip_labels)
-    n_process = n_process if len(chunks) >= 200 else 1  # worker start-up costs more than it saves
-    docs = nlp.pipe((c.text for c in chunks), batch_size=batch_size, n_process=n_process)
-    for chunk, doc in zip(chunks, docs, strict=True):
+    tables = tables or {}
+    parsed = [c for c in chunks if c.id not in tables]
+    n_process = n_process if len(parsed) >= 200 else 1  # worker start-up costs more than it saves
+    docs = iter(nlp.pipe((c.text for c in parsed), batch_size=batch_size, n_process=n_process))
+    for chunk in chunks:
         title = titles.get(chunk.doc_id, "").strip()
-        _extract_doc(out, chunk.id, doc, title, skip, concepts, max_cooc_entities)
+        if chunk.id in tables:
+            _extract_table(out, chunk, tables[chunk.id], title)
+        else:
+            _extract_doc(out, chunk.id, next(docs), title, skip, concepts, max_cooc_entities)
         if progress:
             progress(1)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class TableRows:
+    """The rows a table chunk holds, under its column headers (its last lines are
+    these rows, one per line, in order)."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def table_rows(chunks: Sequence[Chunk], docs: Sequence[Document]) -> dict[str, TableRows]:
+    """The rows of every table chunk, from its document's layout."""
+    layouts = {d.id: d.meta.get("layout") or {} for d in docs}
+    out: dict[str, TableRows] = {}
+    for c in chunks:
+        where = c.meta.get("table")
+        if c.meta.get("chunk_type") != "table" or not isinstance(where, dict):
+            continue
+        tables = layouts.get(c.doc_id, {}).get("tables") or []
+        index, (lo, hi) = int(where["index"]), where["rows"]
+        if 0 <= index < len(tables):
+            table = tables[index]
+            rows = tuple(tuple(r) for r in table["rows"][int(lo) - 1 : int(hi)])
+            out[c.id] = TableRows(tuple(table["header"]), rows)
+    return out
+
+
+def _key_column(rows: Sequence[Sequence[str]]) -> int:
+    """The column that names each row's entity: the first whose cells mostly hold words."""
+    width = max((len(r) for r in rows), default=0)
+    for col in range(width):
+        cells = [r[col] for r in rows if col < len(r) and r[col]]
+        if cells and sum(any(ch.isalpha() for ch in v) for v in cells) * 2 >= len(cells):
+            return col
+    return 0
+
+
+def _extract_table(out: Extraction, chunk: Chunk, table: TableRows, title: str) -> None:
+    """Each row a sentence stating ``row entity -header-> cell`` for its other cells."""
+    if title:
+        out.mentions.append(RawMention(chunk.id, -1, title, TITLE_LABEL))
+    lines = chunk.text.split("\n")
+    first = len(lines) - len(table.rows)
+    offset = sum(len(line) + 1 for line in lines[:first])
+    key = _key_column(table.rows)
+    for i, row in enumerate(table.rows):
+        line = lines[first + i] if first + i < len(lines) else ""
+        start, offset = offset, offset + len(line) + 1
+        name = row[key].strip() if key < len(row) else ""
+        names = [name] if name else []
+        for col, value in enumerate(row):
+            value = value.strip()
+            if col == key or not name or not value or col >= len(table.header):
+                continue
+            if value not in names:
+                names.append(value)
+            out.relations.append(
+                RawRelation(chunk.id, name, table.header[col].lower(), value, "svo")
+            )
+        for n in names:
+            out.mentions.append(RawMention(chunk.id, i, n, CONCEPT_LABEL))
+        out.sentences.append(RawSentence(chunk.id, i, start, start + len(line), tuple(names)))
+        if title and name and name != title:
+            out.relations.append(RawRelation(chunk.id, title, COOC, name, "cooc"))
 
 
 def _spans(
@@ -323,4 +395,5 @@ def run_extract(
         n_process=c.extract.n_process,
         batch_size=c.extract.batch_size,
         progress=progress,
+        tables=table_rows(chunks, docs),
     )
