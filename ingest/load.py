@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from .documents import FORMATS, read_file
 SUPPORTED = (".txt", ".md", ".json", ".jsonl", *FORMATS)
 _EXPECTED = "(expected " + ", ".join(SUPPORTED) + ")"
 _BINARY_PROBE = 8192
+#: files that hold many documents, each identified by its own record
+_COLLECTIONS = (".json", ".jsonl")
 _BOM = "\ufeff"
 _RECORD_KEYS = frozenset({"id", "title", "text"})
 LAYOUT_ERROR = (
@@ -53,6 +55,25 @@ class LoadResult:
     skipped: list[str]
     #: parts of files read only in part (a scanned page without OCR, a cut sheet)
     warnings: list[InputError] = field(default_factory=list)
+    #: the folders walked, as the path prefixes their files' documents carry
+    folders: list[str] = field(default_factory=list)
+    #: the paths (as documents carry them) of files that were found but failed to load
+    failed: list[str] = field(default_factory=list)
+
+    def gone(self, stored: Sequence[Document]) -> list[str]:
+        """Ids of ``stored`` documents read from a file under one of the folders walked
+        whose file is no longer there (a file that failed to load is not gone)."""
+        here = {str(d.meta.get("path")) for d in self.documents} | set(self.failed)
+        out = []
+        for d in stored:
+            path = d.meta.get("path")
+            if (
+                isinstance(path, str)
+                and path not in here
+                and any(path.startswith(folder + "/") for folder in self.folders)
+            ):
+                out.append(d.id)
+        return out
 
 
 def load_paths(paths: Sequence[str | Path]) -> LoadResult:
@@ -68,21 +89,42 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
     warnings: list[InputError] = []
     seen_ids: set[str] = set()
     seen_files: set[Path] = set()
-    for path in _files(paths, errors, skipped):
+    folders = [file_key(Path(p)) for p in paths if Path(p).is_dir()]
+    failed: list[str] = []
+    for path, root in _files(paths, errors, skipped):
         real = path.resolve()
         if real in seen_files:
             continue
         seen_files.add(real)
+        key = file_key(path, root)
         try:
             loaded = _load_file(path, warnings)
         except InputError as exc:
             errors.append(exc)
+            failed.append(key)
             continue
+        if path.suffix.lower() not in _COLLECTIONS:
+            loaded = [_from_file(doc, key) for doc in loaded]
         for doc in loaded:
             if doc.id not in seen_ids:
                 seen_ids.add(doc.id)
                 documents.append(doc)
-    return LoadResult(documents=documents, errors=errors, skipped=skipped, warnings=warnings)
+    return LoadResult(documents, errors, skipped, warnings, folders, failed)
+
+
+def file_key(path: Path, root: Path | None = None) -> str:
+    """How a file (or folder) is named in the graph: its path from the folder that
+    holds the ingest root, so ``docs/a/b.pdf`` ingested as ``docs/`` is
+    ``docs/a/b.pdf`` wherever the command runs (and ``docs/b.pdf`` given alone is the
+    same document as found in ``docs/``)."""
+    base = (root if root is not None else path).resolve().parent
+    return path.resolve().relative_to(base).as_posix()
+
+
+def _from_file(doc: Document, key: str) -> Document:
+    """A document read from a file, identified by the file's path: an edited file
+    replaces what it held before instead of adding a second document."""
+    return replace(doc, id=content_id("document", "file", key), meta=doc.meta | {"path": key})
 
 
 # --- finding files ----------------------------------------------------------
@@ -90,12 +132,13 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
 
 def _files(
     paths: Sequence[str | Path], errors: list[InputError], skipped: list[str]
-) -> Iterator[Path]:
-    """Yield the loadable files under ``paths`` in order; record the others."""
+) -> Iterator[tuple[Path, Path]]:
+    """Yield the loadable files under ``paths`` in order, each with its ingest root
+    (the folder walked, or the folder a file given alone is in); record the others."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            yield from _walk(path, skipped, set())
+            yield from ((found, path) for found in _walk(path, skipped, set()))
         elif not path.exists():
             errors.append(InputError(path.as_posix(), "no such file or directory"))
         elif not path.is_file():
@@ -103,7 +146,7 @@ def _files(
         elif path.suffix.lower() not in SUPPORTED:
             errors.append(InputError(path.as_posix(), _unsupported(path.suffix)))
         else:
-            yield path
+            yield path, path.parent
 
 
 def _walk(directory: Path, skipped: list[str], visited: set[Path]) -> Iterator[Path]:

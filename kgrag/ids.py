@@ -17,6 +17,7 @@ PREFIXES = {
     "tree": "t:",
     "path": "p:",
     "subgraph": "s:",
+    "page": "pg:",
 }
 
 

@@ -63,8 +63,8 @@ def page_source(reader: GraphReader, chunk: Source) -> Source:
 
 
 def page_id(doc_id: str, number: int) -> str:
-    """The id of page ``number`` of a document: ``p:<document hash>:<number>``."""
-    return f"p:{doc_id.removeprefix('d:')}:{number}"
+    """The id of page ``number`` of a document: ``pg:<document hash>:<number>``."""
+    return f"pg:{doc_id.removeprefix('d:')}:{number}"
 
 
 def page_text(doc: Document, number: int) -> str:

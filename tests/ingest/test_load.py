@@ -35,8 +35,8 @@ def test_txt_is_one_document_titled_by_stem(tmp_path: Path) -> None:
     assert doc.title == "alan_turing"
     assert doc.text == "Alan Turing was a mathematician.\n"
     assert doc.uri == f.as_posix()
-    assert doc.meta == {"source": "alan_turing.txt"}
-    assert doc.id == content_id("document", "alan_turing", doc.text)
+    assert doc.meta == {"source": "alan_turing.txt", "path": f"{tmp_path.name}/alan_turing.txt"}
+    assert doc.id == content_id("document", "file", f"{tmp_path.name}/alan_turing.txt")
     assert doc.sections == ()
 
 
@@ -263,12 +263,13 @@ def test_duplicate_documents_are_dropped_first_wins(tmp_path: Path) -> None:
     b = write(
         tmp_path / "b.jsonl", '{"title": "T", "text": "Same."}\n{"id": "d:1", "text": "Uno"}\n'
     )
-    c = write(tmp_path / "T.txt", "Same.")  # same title and text as the records
+    c = write(tmp_path / "T.txt", "Same.")  # a file is its own document, named by its path
     result = load_paths([a, b, c, a])
     assert result.errors == []
     assert [(d.id, d.text, d.uri) for d in result.documents] == [
         (content_id("document", "T", "Same."), "Same.", f"{a.as_posix()}#0"),
         ("d:1", "One", f"{a.as_posix()}#1"),
+        (content_id("document", "file", f"{tmp_path.name}/T.txt"), "Same.", c.as_posix()),
     ]
 
 

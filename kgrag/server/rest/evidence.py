@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 if TYPE_CHECKING:
     from kgrag.server.rest.models import QueryBody
-    from kgrag.server.rest.route import Routed
 
 #: where a document's pictures are served (kgrag.server.rest.app)
 IMAGES = "/v1/retrieval/images"
@@ -54,7 +53,7 @@ def chunk_type_of(hit: dict[str, Any]) -> str:
 def response(
     namespace: str,
     body: QueryBody,
-    routed: Routed,
+    routed: Any,  # kgrag.server.rest.route.Routed: router, hits, stop, failure, trace
     hits: list[dict[str, Any]],
     notes: list[str],
 ) -> dict[str, Any]:
