@@ -39,15 +39,25 @@ def ingest_paths(
     config: Config | None = None,
     *,
     progress: bool = False,
+    prune: bool = False,
 ) -> BuildReport:
-    """Load ``paths`` and build (or rebuild) the graph at ``graph_dir``."""
+    """Load ``paths`` and build (or grow) the graph at ``graph_dir``: new files are
+    added, changed files replace what they held, unchanged files cost nothing; with
+    ``prune``, documents read from files under the folders given whose files are
+    gone are removed."""
     config = config or Config()
     stages = Stages(progress)
     with stages.stage("load"):
         loaded = load_paths(paths)
-    report = build(loaded.documents, graph_dir, config, stages=stages)
+    gone: list[str] = []
+    if prune:
+        store = open_store(graph_dir)
+        if store.current():
+            with store.reader() as reader:
+                gone = loaded.gone(reader.documents())
+    report = build(loaded.documents, graph_dir, config, stages=stages, delete=gone)
     report.errors, report.skipped = loaded.errors, loaded.skipped
-    report.warnings = loaded.warnings
+    report.warnings, report.pruned = loaded.warnings, len(gone)
     return report
 
 
@@ -57,8 +67,10 @@ def build(
     config: Config,
     *,
     stages: Stages | None = None,
+    delete: Sequence[str] = (),
 ) -> BuildReport:
-    """Build a new version of the graph from ``documents`` plus those already stored."""
+    """Build a new version of the graph from ``documents`` plus those already stored
+    (a stored document of the same id is replaced), less the ids in ``delete``."""
     stages = stages or Stages(False)
     store = open_store(
         graph_dir,
@@ -66,7 +78,7 @@ def build(
         ann_min_rows=config.store.ann_min_rows,
     )
     report = BuildReport(graph=str(graph_dir), index_version=store.current())
-    docs = _merge(store, documents)
+    docs = _merge(store, documents, delete)
     stamp = fingerprint(docs, config)
     current = store.manifest().get("versions", {}).get(report.index_version or "", {})
     if not docs or current.get("fingerprint") == stamp:
@@ -74,7 +86,7 @@ def build(
         report.seconds = dict(stages.seconds)
         return report
     if report.index_version and _same_settings(current.get("config", {}), config):
-        return _incremental(store, documents, config, stages, report)
+        return _incremental(store, documents, delete, config, stages, report)
     records, vectors, meta = _run_stages(docs, config, stages, report)
     meta["fingerprint"] = stamp
     with stages.stage("commit"):
@@ -94,13 +106,16 @@ def _same_settings(stored: dict[str, Any], config: Config) -> bool:
 def _incremental(
     store: GraphStore,
     documents: Sequence[Document],
+    delete: Sequence[str],
     config: Config,
     stages: Stages,
     report: BuildReport,
 ) -> BuildReport:
     from ingest.incremental.update import apply_update
 
-    result = apply_update(store, config, _encoder(config), add=documents, stages=stages)
+    result = apply_update(
+        store, config, _encoder(config), add=documents, delete=delete, stages=stages
+    )
     meta = store.manifest().get("versions", {}).get(result.index_version or "", {})
     report.index_version, report.changed, report.counts = (
         result.index_version,
@@ -116,12 +131,16 @@ def _incremental(
     return report
 
 
-def _merge(store: GraphStore, documents: Sequence[Document]) -> list[Document]:
+def _merge(
+    store: GraphStore, documents: Sequence[Document], delete: Sequence[str] = ()
+) -> list[Document]:
     merged: dict[str, Document] = {}
     if store.current():
         with store.reader() as reader:
             merged.update((d.id, d) for d in reader.documents())
     merged.update((d.id, d) for d in documents)
+    for doc_id in delete:
+        merged.pop(doc_id, None)
     return [merged[k] for k in sorted(merged)]
 
 

@@ -33,6 +33,7 @@ class BuildReport:
     errors: list[InputError] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[InputError] = field(default_factory=list)
+    pruned: int = 0
 
     def summary(self) -> str:
         """A human-readable end-of-ingest summary."""
@@ -53,6 +54,8 @@ class BuildReport:
             lines.append(f"seconds      {per} (total {sum(self.seconds.values()):.1f}s)")
         if self.skipped:
             lines.append(f"skipped      {len(self.skipped)} file(s) of unsupported type")
+        if self.pruned:
+            lines.append(f"pruned       {self.pruned} document(s) whose files are gone")
         if self.warnings:
             lines.append(f"warnings     {len(self.warnings)}; see the warnings above")
         if self.errors:

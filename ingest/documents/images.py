@@ -60,7 +60,7 @@ def _open(data: bytes, uri: str) -> Any:
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise Image.DecompressionBombError(f"{width}x{height}")
+                raise Image.DecompressionBombError(f"Image size ({width * height} pixels)")
             image.load()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise InputError(
@@ -72,8 +72,10 @@ def _open(data: bytes, uri: str) -> Any:
 
 
 def _size(exc: BaseException) -> str:
+    """The pixel count in Pillow's message ("Image size (N pixels) exceeds ...")."""
     text = str(exc)
-    return text.split("(")[1].split(" ")[0] if "(" in text else text
+    count = text.split("(")[1].split(" ")[0] if "(" in text else ""
+    return f"{int(count):,}" if count.isdigit() else "?"
 
 
 def _display(frame: Any) -> bytes:

@@ -50,6 +50,11 @@ def _add_ingest(sub: Any) -> None:
         help="files or folders: .txt .md .json .jsonl .pdf .docx .pptx .xlsx .csv .html images",
     )
     ing.add_argument("--graph", required=True, help="graph folder, e.g. graphs/demo")
+    ing.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove the documents of files no longer in the folders given",
+    )
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -129,7 +134,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from kgrag.engine import ingest
 
     config = load_config(args.config)
-    report = ingest(args.paths, args.graph, config, progress=not args.quiet)
+    report = ingest(args.paths, args.graph, config, progress=not args.quiet, prune=args.prune)
     for warning in report.warnings:
         print(f"kgrag: warning: {warning.path}: {warning.reason}", file=sys.stderr)
     for err in report.errors:

@@ -25,12 +25,14 @@ def ingest(
     config: Config | None = None,
     *,
     progress: bool = False,
+    prune: bool = False,
 ) -> BuildReport:
     """Load ``paths`` (files or folders) and build or extend the graph at ``graph``,
-    publishing one new version; the report names every file that failed."""
+    publishing one new version; the report names every file that failed. ``prune``
+    removes the documents of files gone from the folders given."""
     from ingest import ingest_paths
 
-    return ingest_paths(paths, graph, config, progress=progress)
+    return ingest_paths(paths, graph, config, progress=progress, prune=prune)
 
 
 def load_documents(paths: Sequence[str | Path]) -> LoadResult:
