@@ -122,7 +122,13 @@ class Layout:
             meta = self.meta(TABLE, path, start, end)
             rows = table["rows"][lo:hi]
             meta["html"] = table_html(caption, table.get("header_rows", []), rows)
-            meta["table"] = {"index": index, "rows": [lo + 1, hi], "of": len(lines)}
+            meta["table"] = {
+                "index": index,
+                "rows": [lo + 1, hi],
+                "of": len(lines),
+                "header": list(table.get("header", [])),
+                "cells": [list(r) for r in rows],
+            }
             chunks.append(self._chunk(first + len(chunks), start, end, text, context, meta))
         return chunks
 

@@ -335,12 +335,67 @@
     return "";
   }
 
+  // -- what a hit came from: file, section path, page; tables and pictures shown --------
+
+  function whereFrom(hit) {
+    const meta = hit.meta || {};
+    const parts = [];
+    if (meta.source) parts.push(el("span", { class: "from-file", text: String(meta.source) }));
+    const path = Array.isArray(meta.parent_path) ? meta.parent_path.map(String) : [];
+    if (path.length) parts.push(el("span", { class: "from-section", text: path.join(" › ") }));
+    if (Array.isArray(meta.pages) && meta.pages.length === 2) {
+      parts.push(el("span", { class: "from-page", text: `pp. ${meta.pages[0]}–${meta.pages[1]}` }));
+    } else if (meta.page != null) {
+      parts.push(el("span", { class: "from-page", text: `p. ${meta.page}` }));
+    }
+    return parts.length ? el("div", { class: "hit-from" }, ...parts) : null;
+  }
+
+  // The table of a table hit, from its cells (plain strings: no markup is read).
+  function tableOf(table) {
+    const header = Array.isArray(table.header) ? table.header : [];
+    const cells = Array.isArray(table.cells) ? table.cells : [];
+    if (!cells.length) return null;
+    const row = (tag, values) =>
+      el("tr", {}, ...values.map((v) => el(tag, { text: String(v ?? "") })));
+    return el(
+      "div",
+      { class: "hit-table-wrap" },
+      el("table", { class: "hit-table" }, header.length ? row("th", header) : null,
+        ...cells.map((r) => row("td", Array.isArray(r) ? r : []))),
+    );
+  }
+
+  // The picture of an image hit, fetched with the session's token (an <img src> could
+  // not send it) and shown as a data: URL.
+  function pictureOf(hit) {
+    const meta = hit.meta || {};
+    const image = meta.image || {};
+    const doc = String(meta.docId || "").replace(/^d:/, "");
+    if (!doc || image.index == null) return null;
+    const img = el("img", { class: "hit-image", alt: String(image.alt || image.caption || "") });
+    const url =
+      `/v1/retrieval/images/${encodeURIComponent(doc)}/${Number(image.index) + 1}` +
+      `?namespace=${encodeURIComponent(state.graph || "")}`;
+    fetch(url, { headers: headers(), cache: "no-store" })
+      .then((resp) => (resp.ok ? resp.blob() : null))
+      .then((blob) => {
+        if (!blob) return;
+        const reader = new FileReader(); // a data: URL, which the page's policy allows
+        reader.onload = () => (img.src = String(reader.result));
+        reader.readAsDataURL(blob);
+      })
+      .catch(() => {});
+    return el("figure", { class: "hit-figure" }, img);
+  }
+
   function badge(text, cls = "") {
     return el("span", { class: `badge ${cls}`.trim(), text });
   }
 
   function hitCard(hit, number) {
     const trust = hit.trust || {};
+    const kind = (hit.meta || {}).chunk_type;
     const text = typeof hit.text === "string" ? hit.text : "";
     const snippet = el("p", { class: hit.unit === "path" ? "snippet path-text" : "snippet" });
     snippet.textContent = hit.unit === "path" ? text : clip(text, SNIPPET);
@@ -390,8 +445,12 @@
         badge(`score ${fmt(hit.score)}`),
         hit.confidence != null ? badge(`confidence ${fmt(hit.confidence, 2)}`, "conf") : null,
         trust.injectionSuspected ? badge("injection suspected", "warn") : null,
+        kind && kind !== "text" ? badge(kind, `kind k-${kind}`) : null,
       ),
       el("h3", { class: "hit-title", text: hitTitle(hit) || hit.id }),
+      whereFrom(hit),
+      kind === "table" && (hit.meta || {}).table ? tableOf(hit.meta.table) : null,
+      kind === "image" ? pictureOf(hit) : null,
       snippet,
       el("div", { class: "hit-foot" }, el("code", { text: hit.id }), more, ...actions),
     );

@@ -437,3 +437,54 @@ def test_global_search_shows_its_summary_with_the_communities_it_cites(
     assert page.locator("#summary .followups li").count() > 0
     assert page.locator("#hits li.hit").count() > 0
     page.screenshot(path=tmp_path / "drift.png")
+
+
+# -- documents: tables, pictures, files, sections and pages ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A graph of LibreOffice-made documents (tests/data/docs), served with the page."""
+    from ingest import ingest_paths
+
+    docs = DATA / "docs"
+    folder = tmp_path_factory.mktemp("docs") / "kb"
+    folder.mkdir()
+    for name in ("report.pdf", "sheet.xlsx"):
+        shutil.copy(docs / name, folder / name)
+    graph = folder.parent / "graph"
+    report = ingest_paths([folder], graph, small_config())
+    assert report.changed and not report.errors
+    g = Graphs.open([f"kb={graph}"])
+    with Running(create_app(g, routes=explorer_routes())) as running:
+        yield running
+    g.close()
+
+
+def test_document_hits_show_their_table_picture_file_section_and_page(
+    docs_server: Running, page: Any, tmp_path: Path
+):
+    page.goto(docs_server.url + "/?q=Skerryvore+station+height+first+lit&op=retrieve")
+    expect(page.locator("#status")).to_have_class(re.compile(r"\bok\b"))
+    table = page.locator("#hits li.hit .hit-table").first
+    expect(table).to_be_visible()
+    assert table.locator("th").all_text_contents()[:2] == ["Station", "Region"]
+    assert ["Skerryvore", "Inner Hebrides", "48", "1844"] in [
+        r.locator("td").all_text_contents() for r in table.locator("tr").all()
+    ]
+    card = page.locator("#hits li.hit", has=page.locator(".hit-table")).first
+    assert card.locator(".from-file").text_content() == "report.pdf"
+    assert (
+        card.locator(".from-section").text_content() == "Lighthouse Survey 2024 › Coastal stations"
+    )
+    assert card.locator(".from-page").text_content() == "p. 1"
+    page.screenshot(path=tmp_path / "table.png")
+
+    search(page, "bar chart of beam range by station figure", "retrieve")
+    picture = page.locator("#hits li.hit img.hit-image").first
+    expect(picture).to_be_visible()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('img.hit-image')].some(i => i.naturalWidth > 0)"
+    )
+    assert picture.get_attribute("src").startswith("data:image/png;base64,")
+    page.screenshot(path=tmp_path / "picture.png")
