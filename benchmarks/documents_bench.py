@@ -1,0 +1,160 @@
+"""Reading documents, measured: how much recall survives when a corpus arrives as PDF or
+Word files instead of JSON records, and how fast PDFs are read against ``pdftotext``.
+
+    # 1. render the 2Wiki corpus as HTML (60 passages a file, each under its title as
+    #    a heading) and convert it with LibreOffice (Debian's libreoffice-writer-nogui)
+    python benchmarks/documents_bench.py render \\
+        --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json --out /tmp/2wiki-docs
+    # 2. build a graph from each format, as a user would
+    kgrag ingest /tmp/2wiki-docs/pdf --graph graphs/2wiki-pdf
+    kgrag ingest ../shared/bench/2wikimultihopqa/2wiki_corpus.json --graph graphs/2wiki
+    # 3. dense and local R@2 / R@5 on the 180 dev questions, each hit scored by the
+    #    passage its chunk came from (the section it sits under, else its document)
+    python benchmarks/documents_bench.py recall --graph graphs/2wiki-pdf \\
+        --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json \\
+        --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
+    # 4. pages a second: kgrag's PDF reader against pdftotext -layout, same files, same run
+    python benchmarks/documents_bench.py speed /tmp/2wiki-docs/pdf/*.pdf
+
+Nothing here downloads anything; LibreOffice and poppler-utils are needed for steps 1
+and 4 only (they are not dependencies of kgrag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def render(corpus: Path, out: Path, per: int, formats: list[str]) -> None:
+    passages = json.loads(corpus.read_text(encoding="utf-8"))
+    (out / "html").mkdir(parents=True, exist_ok=True)
+    names = []
+    for n, first in enumerate(range(0, len(passages), per), start=1):
+        body = [f"<h1>2WikiMultiHopQA passages, part {n}</h1>"]
+        for p in passages[first : first + per]:
+            body.append(f"<h2>{html.escape(p['title'])}</h2>\n<p>{html.escape(p['text'])}</p>")
+        page = (
+            '<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f"<title>2Wiki part {n}</title></head><body>\n" + "\n".join(body) + "\n</body></html>"
+        )
+        name = out / "html" / f"part{n:03d}.html"
+        name.write_text(page, encoding="utf-8")
+        names.append(str(name))
+    filters = {
+        "pdf": 'pdf:writer_web_pdf_Export:{"ExportBookmarks":{"type":"boolean","value":"true"}}',
+        "docx": "docx:MS Word 2007 XML",
+    }
+    profile = f"-env:UserInstallation=file://{out.resolve() / 'lo-profile'}"
+    for fmt in formats:
+        (out / fmt).mkdir(exist_ok=True)
+        started = time.perf_counter()
+        for i in range(0, len(names), 20):  # one soffice per 20 files
+            subprocess.run(
+                ["soffice", "--headless", profile, "--convert-to", filters[fmt],
+                 "--outdir", str(out / fmt), *names[i : i + 20]],
+                check=True, capture_output=True,
+            )  # fmt: skip
+        seconds = time.perf_counter() - started
+        print(f"{fmt}: {len(names)} files in {seconds:.1f} s", file=sys.stderr)
+
+
+def recall(graph: str, corpus: Path, questions: Path, n: int, depth: int) -> dict[str, Any]:
+    import kgrag
+    from kgrag.bench.evaluation import load_questions, recall_at
+
+    keys = {p["title"]: f"{p['title']}\n{p['text']}" for p in json.loads(corpus.read_text())}
+    asked = load_questions(questions)[: n or None]
+    rows: dict[str, Any] = {}
+    with kgrag.open(graph) as engine:
+        docs = {d.id: d.title for d in engine.reader.documents()}
+        passage: dict[str, str] = {}
+        for c in engine.reader.chunks():
+            path = c.meta.get("parent_path") or []
+            title = path[-1] if path and path[-1] in keys else docs.get(c.doc_id, "")
+            passage[c.id] = keys.get(title, "")
+        unmapped = sum(1 for v in passage.values() if not v)
+        for mode in ("dense", "local"):
+            scores: dict[int, list[float]] = {2: [], 5: []}
+            for q in asked:
+                if mode == "local":
+                    op = {"op": "local", "query": q.text, "k": depth, "unit": "chunk"}
+                    hits = [h for h in engine.graph(op)["hits"] if h["unit"] == "chunk"]
+                else:
+                    hits = engine.retrieve({"query": q.text, "k": depth, "mode": "dense"})["hits"]
+                ranked = [passage[h["id"]] for h in hits if passage.get(h["id"])]
+                for k in scores:
+                    scores[k].append(recall_at(ranked, q.gold, k))
+            rows[mode] = {f"R@{k}": round(100 * statistics.fmean(v), 2) for k, v in scores.items()}
+    rows["chunks"] = len(passage)
+    rows["chunks without a passage"] = unmapped
+    rows["questions"] = len(asked)
+    return rows
+
+
+def speed(pdfs: list[Path], rounds: int) -> dict[str, Any]:
+    from ingest.documents import pdf as reader
+
+    pages = 0
+    ours: list[float] = []
+    poppler: list[float] = []
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        for path in pdfs:
+            parsed = reader.read(path, str(path))
+            pages += parsed.pages if r == 0 else 0
+        ours.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for path in pdfs:
+            subprocess.run(["pdftotext", "-layout", str(path), os.devnull], check=True)
+        poppler.append(time.perf_counter() - t0)
+    best_ours, best_poppler = min(ours), min(poppler)
+    return {
+        "files": len(pdfs),
+        "pages": pages,
+        "kgrag pages/s": round(pages / best_ours, 1),
+        "pdftotext -layout pages/s": round(pages / best_poppler, 1),
+        "ratio (kgrag time / pdftotext time)": round(best_ours / best_poppler, 2),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("render")
+    r.add_argument("--corpus", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--per", type=int, default=60)
+    r.add_argument("--formats", default="pdf,docx")
+    e = sub.add_parser("recall")
+    e.add_argument("--graph", required=True)
+    e.add_argument("--corpus", type=Path, required=True)
+    e.add_argument("--questions", type=Path, required=True)
+    e.add_argument("--n", type=int, default=0)
+    e.add_argument("--depth", type=int, default=30, help="chunks asked for per question")
+    s = sub.add_parser("speed")
+    s.add_argument("pdfs", nargs="+", type=Path)
+    s.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    if args.command == "render":
+        render(args.corpus, args.out, args.per, args.formats.split(","))
+    elif args.command == "recall":
+        out = recall(args.graph, args.corpus, args.questions, args.n, args.depth)
+        print(json.dumps(out, indent=1))
+    else:
+        print(json.dumps(speed(args.pdfs, args.rounds), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
