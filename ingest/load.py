@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,10 @@ class LoadResult:
         return out
 
 
-def load_paths(paths: Sequence[str | Path]) -> LoadResult:
+PageProgress = Callable[[str, int, int], None]
+
+
+def load_paths(paths: Sequence[str | Path], pages: PageProgress | None = None) -> LoadResult:
     """Load every file named or found under ``paths``.
 
     Errors are collected rather than raised so one broken file cannot hide the
@@ -98,7 +101,7 @@ def load_paths(paths: Sequence[str | Path]) -> LoadResult:
         seen_files.add(real)
         key = file_key(path, root)
         try:
-            loaded = _load_file(path, warnings)
+            loaded = _load_file(path, warnings, pages)
         except InputError as exc:
             errors.append(exc)
             failed.append(key)
@@ -179,11 +182,14 @@ def _unsupported(suffix: str) -> str:
 # --- reading ----------------------------------------------------------------
 
 
-def _load_file(path: Path, warnings: list[InputError]) -> list[Document]:
+def _load_file(
+    path: Path, warnings: list[InputError], pages: PageProgress | None = None
+) -> list[Document]:
     """Documents of one file; raises InputError if any part of it is bad."""
     uri = path.as_posix()
     if path.suffix.lower() in FORMATS:
-        read = read_file(path, uri)
+        tell = None if pages is None else lambda done, total: pages(uri, done, total)
+        read = read_file(path, uri, tell)
         warnings.extend(InputError(uri, w) for w in read.warnings)
         return [read.document]
     text = _read_text(path, uri)

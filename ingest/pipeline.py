@@ -27,7 +27,7 @@ from .embed import batched, spanned
 from .extract import run_extract
 from .graph import graph_stats
 from .load import load_paths
-from .progress import Stages
+from .progress import PageBars, Stages
 from .raptor import run_tree
 from .report import BuildReport, build_meta, fingerprint
 from .resolve import Resolution, resolve
@@ -47,8 +47,10 @@ def ingest_paths(
     gone are removed."""
     config = config or Config()
     stages = Stages(progress)
+    bars = PageBars(progress)
     with stages.stage("load"):
-        loaded = load_paths(paths)
+        loaded = load_paths(paths, bars)
+    bars.close()
     gone: list[str] = []
     if prune:
         store = open_store(graph_dir)

@@ -36,3 +36,35 @@ class Stages:
             if total is not None and bar.n < total:
                 bar.update(total - bar.n)
             bar.close()
+
+
+class PageBars:
+    """A bar per long file while it is read (``progress(uri, done, total)``), for
+    parses that take a while: a PDF of many pages shows its pages go by."""
+
+    #: files with fewer pages than this get no bar of their own
+    MIN_PAGES = 20
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.bar: tqdm | None = None
+        self.uri = ""
+
+    def __call__(self, uri: str, done: int, total: int) -> None:
+        if not self.show or total < self.MIN_PAGES:
+            return
+        if self.bar is None or uri != self.uri:
+            self.close()
+            name = uri.rsplit("/", 1)[-1][:24]
+            self.bar = tqdm(
+                total=total, desc=f"  {name}", unit="page", file=sys.stderr, leave=False
+            )
+            self.uri = uri
+        self.bar.update(done - self.bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
