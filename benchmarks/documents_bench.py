@@ -15,6 +15,10 @@ Word files instead of JSON records, and how fast PDFs are read against ``pdftote
         --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
     # 4. pages a second: kgrag's PDF reader against pdftotext -layout, same files, same run
     python benchmarks/documents_bench.py speed /tmp/2wiki-docs/pdf/*.pdf
+    # 5. how the PDF reader was chosen: word F1 against pdftotext -layout, pages a second
+    python benchmarks/documents_bench.py parsers /usr/share/doc/gnuplot/gnuplot.pdf
+    # 6. and the OCR engine: word F1 on a scanned page whose words are known
+    python benchmarks/documents_bench.py ocr tests/data/docs/scan.png --reference WORDS.txt
 
 Nothing here downloads anything; LibreOffice and poppler-utils are needed for steps 1
 and 4 only (they are not dependencies of kgrag).
@@ -26,10 +30,12 @@ import argparse
 import html
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +134,96 @@ def speed(pdfs: list[Path], rounds: int) -> dict[str, Any]:
     }
 
 
+def _words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", text.lower()))
+
+
+def _f1(ours: str, reference: str) -> float:
+    a, b = _words(ours), _words(reference)
+    both = sum((a & b).values())
+    if not a and not b:
+        return 1.0
+    p, r = both / max(1, sum(a.values())), both / max(1, sum(b.values()))
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def parsers(pdf: Path, first: int, last: int) -> dict[str, Any]:
+    """Word F1 of each candidate's page text against ``pdftotext -layout`` (per page,
+    averaged), and pages a second, on pages ``first``..``last`` of one PDF."""
+    import pdfplumber
+    import pypdfium2 as pdfium
+
+    n = last - first + 1
+    reference = [
+        subprocess.run(
+            ["pdftotext", "-layout", "-f", str(p), "-l", str(p), str(pdf), "-"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        for p in range(first, last + 1)
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    subprocess.run(
+        ["pdftotext", "-layout", "-f", str(first), "-l", str(last), str(pdf), os.devnull]
+    )
+    rows: dict[str, Any] = {
+        "pages": n,
+        "pdftotext -layout pages/s": round(n / (time.perf_counter() - t0), 1),
+    }
+    t0 = time.perf_counter()
+    doc = pdfium.PdfDocument(str(pdf))
+    raw = [doc[i].get_textpage().get_text_range() for i in range(first - 1, last)]
+    rows["pypdfium2"] = _row(raw, reference, n, t0)
+    t0 = time.perf_counter()
+    with pdfplumber.open(pdf) as plumb:
+        plain = [plumb.pages[i].extract_text() or "" for i in range(first - 1, last)]
+    rows["pdfplumber"] = _row(plain, reference, n, t0)
+    t0 = time.perf_counter()
+    with pdfplumber.open(pdf) as plumb:
+        tables = sum(len(plumb.pages[i].find_tables()) for i in range(first - 1, last))
+    rows["pdfplumber find_tables"] = {
+        "pages/s": round(n / (time.perf_counter() - t0), 1),
+        "tables": tables,
+    }
+    from ingest.documents import pdf as reader
+
+    t0 = time.perf_counter()
+    parsed = reader.read(pdf, str(pdf))
+    seconds = time.perf_counter() - t0
+    by_page: dict[int, list[str]] = {}
+    for block in parsed.blocks:
+        cells = " ".join(" ".join(r) for r in block.rows)
+        by_page.setdefault(block.page, []).append(f"{block.text} {cells}")
+    ours = [" ".join(by_page.get(p, [])) for p in range(first, last + 1)]
+    rows["kgrag reader (whole file, structure, tables)"] = {
+        "F1": round(statistics.fmean(_f1(o, r) for o, r in zip(ours, reference, strict=True)), 4),
+        "pages/s": round(parsed.pages / seconds, 1),
+    }
+    return rows
+
+
+def _row(texts: list[str], reference: list[str], n: int, t0: float) -> dict[str, float]:
+    seconds = time.perf_counter() - t0
+    f1 = statistics.fmean(_f1(t, r) for t, r in zip(texts, reference, strict=True))
+    return {"F1": round(f1, 4), "pages/s": round(n / seconds, 1)}
+
+
+def ocr(image: Path, reference: str) -> dict[str, Any]:
+    """Word F1 and seconds of each OCR engine on one image against its known text."""
+    from PIL import Image
+
+    from ingest.documents import ocr as engines
+
+    out: dict[str, Any] = {}
+    for name in ("tesseract", "rapidocr"):
+        os.environ["KGRAG_OCR"] = name
+        t0 = time.perf_counter()
+        text = engines.read_text(Image.open(image))
+        out[name] = {"F1": round(_f1(text, reference), 4), "s": round(time.perf_counter() - t0, 2)}
+        out[name]["words run together"] = sum(len(w) > 14 for w in text.split())
+    os.environ.pop("KGRAG_OCR", None)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -142,6 +238,13 @@ def main() -> int:
     e.add_argument("--questions", type=Path, required=True)
     e.add_argument("--n", type=int, default=0)
     e.add_argument("--depth", type=int, default=30, help="chunks asked for per question")
+    pa = sub.add_parser("parsers")
+    pa.add_argument("pdf", type=Path)
+    pa.add_argument("--first", type=int, default=20)
+    pa.add_argument("--last", type=int, default=80)
+    oc = sub.add_parser("ocr")
+    oc.add_argument("image", type=Path)
+    oc.add_argument("--reference", type=Path, required=True, help="a text file of its words")
     s = sub.add_parser("speed")
     s.add_argument("pdfs", nargs="+", type=Path)
     s.add_argument("--rounds", type=int, default=2)
@@ -151,6 +254,10 @@ def main() -> int:
     elif args.command == "recall":
         out = recall(args.graph, args.corpus, args.questions, args.n, args.depth)
         print(json.dumps(out, indent=1))
+    elif args.command == "parsers":
+        print(json.dumps(parsers(args.pdf, args.first, args.last), indent=1))
+    elif args.command == "ocr":
+        print(json.dumps(ocr(args.image, args.reference.read_text()), indent=1))
     else:
         print(json.dumps(speed(args.pdfs, args.rounds), indent=1))
     return 0
