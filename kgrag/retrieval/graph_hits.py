@@ -25,6 +25,9 @@ from .hits import HitBuilder, HitOptions
 from .items import Source, prefetch, rows_of
 from .searches import GraphSearches, LocalCall, local_call, path_sources
 
+#: the provenance fields a path's quoted passages repeat from their chunks
+_WHERE = ("source", "parent_path", "page", "pages", "chunk_type")
+
 if TYPE_CHECKING:
     from kgrag.search.drift import DriftResult
     from kgrag.search.local import LocalResult
@@ -258,15 +261,31 @@ class GraphHits:
             if include_text:
                 hit["text"] = render_quoted(ex.edges, shown)
                 hit["meta"]["labels"] = {x: names.get(x, x) for x in ex.nodes()}
-                hit["meta"]["passages"] = {  # each edge's evidence, to check it against
-                    c: {"title": names.get(c, c), "text": text[c]}
+                quoted = [
+                    c
                     for c in dict.fromkeys(e["evidence"] for e in ex.edges if e.get("evidence"))
                     if c in text
+                ]
+                where = self._where(quoted)
+                hit["meta"]["passages"] = {  # each edge's evidence, to check it against
+                    c: {"title": names.get(c, c), "text": text[c]} | where.get(c, {})
+                    for c in quoted
                 }
             hits.append(hit)
             if len(hits) == k:
                 break
         return hits
+
+    def _where(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Where each chunk came from: file, section path, page(s), chunk type (the
+        fields a chunk read from a document carries)."""
+        source = self.sources["chunk"]
+        rows = rows_of(source, list(chunk_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for cid, row in rows.items():
+            meta = source.items[row].meta
+            out[cid] = {k: meta[k] for k in _WHERE if k in meta}
+        return out
 
     def subgraph_hit(self, call: LocalCall, include_text: bool) -> dict[str, Any]:
         """One hit: the seeds and every path of the search, their edges and leaves."""

@@ -216,6 +216,10 @@ def test_a_table_fact_is_walked_by_local_search(docs_graph: Path) -> None:
             }
         )
     texts = [h["text"] for h in out["hits"]]
+    quoted = [p for h in out["hits"] for p in h["meta"]["passages"].values()]
+    tables = {tuple(p["parent_path"]) for p in quoted if p["chunk_type"] == "table"}
+    assert tables == {("Employees",), ("Budget",)}  # each quoted row says where it is
+    assert {p["source"] for p in quoted} == {"sheet.xlsx"}
     assert any(
         "Ada Lovelace —department→ Research" in t and "Research —budget→ 250000" in t for t in texts
     )
