@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -102,28 +103,30 @@ def rest_routes(endpoint: Any) -> list[Route]:
     async def schema(request: Request) -> Response:
         return JSONResponse(openapi())
 
-    async def image(request: Request) -> Response:
-        """A picture of a document read from a file, for the evidence's image parts."""
-        refused, _ = endpoint.guard(request)
-        if refused is not None:
-            return refused
-        asked = (request.query_params.get("namespace") or "").strip() or "default"
-        name = asked if asked in graphs.names else graphs.default if asked == "default" else None
-        if name is None:
-            return JSONResponse({"detail": f"namespace {asked!r} not found"}, 404)
-        doc = request.path_params["doc"]
-        try:
-            number = int(request.path_params["number"])
-            data, mime = graphs.get(name).image(doc if doc.startswith("d:") else f"d:{doc}", number)
-        except ValueError:
-            return JSONResponse({"detail": "the picture number must be an integer"}, 422)
-        except KgragError as exc:
-            return JSONResponse({"detail": exc.message, "code": exc.code}, 404)
-        return Response(data, media_type=mime or "application/octet-stream")
-
     return [
         Route("/v1/retrieval/query", v1, methods=["POST"]),
         Route("/v2/retrieval/query", v2, methods=["POST"]),
         Route("/openapi.json", schema, methods=["GET"]),
-        Route(IMAGES + "/{doc}/{number}", image, methods=["GET"]),
+        Route(IMAGES + "/{doc}/{number}", partial(_image, endpoint), methods=["GET"]),
     ]
+
+
+async def _image(endpoint: Any, request: Request) -> Response:
+    """A picture of a document read from a file, for the evidence's image parts."""
+    refused, _ = endpoint.guard(request)
+    if refused is not None:
+        return refused
+    graphs = endpoint.graphs
+    asked = (request.query_params.get("namespace") or "").strip() or "default"
+    name = asked if asked in graphs.names else graphs.default if asked == "default" else None
+    if name is None:
+        return JSONResponse({"detail": f"namespace {asked!r} not found"}, 404)
+    doc = request.path_params["doc"]
+    try:
+        number = int(request.path_params["number"])
+        data, mime = graphs.get(name).image(doc if doc.startswith("d:") else f"d:{doc}", number)
+    except ValueError:
+        return JSONResponse({"detail": "the picture number must be an integer"}, 422)
+    except KgragError as exc:
+        return JSONResponse({"detail": exc.message, "code": exc.code}, 404)
+    return Response(data, media_type=mime or "application/octet-stream")

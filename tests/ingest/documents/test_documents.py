@@ -268,6 +268,11 @@ def test_knowhere_types_evidence_and_image_parts(url: str) -> None:
     image = next(p for g in images["evidence"] for p in g["parts"] if p["type"] == "image")
     status, data, mime = _call(url, "GET", image["uri"])
     assert status == 200 and mime == "image/png" and data.startswith(b"\x89PNG")
+    doc = image["uri"].split("/")[4]
+    assert _call(url, "GET", "/v1/retrieval/images/nope/1?namespace=kb")[0] == 404
+    assert _call(url, "GET", f"/v1/retrieval/images/{doc}/9?namespace=kb")[0] == 404
+    assert _call(url, "GET", f"/v1/retrieval/images/{doc}/x?namespace=kb")[0] == 422
+    assert _call(url, "GET", f"/v1/retrieval/images/{doc}/1?namespace=other")[0] == 404
     pdf = query(
         url,
         query="Skerryvore reef Tiree",
