@@ -9,8 +9,9 @@ from typing import Any
 
 from .model import TABLE, Block
 
-#: drawn path objects on a page before the table finder is asked
-MIN_RULES_FOR_TABLES = 4
+#: a rule is a stroke at most this thick and at least this long, in points
+RULE_THICKNESS = 2.5
+RULE_LENGTH = 30.0
 _SPACES = re.compile(r"\s+")
 
 
@@ -23,10 +24,22 @@ class TableFinder:
         self._pdf: Any = None
 
     def worth_asking(self, page: Any) -> bool:
+        """Whether the page draws rules a table would: thin, long horizontal or
+        vertical strokes, at least three horizontal ones or two each way (a plot's
+        axes and ticks, or a lone underline, do not count)."""
         import pypdfium2.raw as raw
 
-        objects = page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2)
-        return any(n + 1 >= MIN_RULES_FOR_TABLES for n, _ in enumerate(objects))
+        across = down = 0
+        for obj in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=2):
+            left, bottom, right, top = obj.get_bounds()
+            width, height = right - left, top - bottom
+            if height <= RULE_THICKNESS and width >= RULE_LENGTH:
+                across += 1
+            elif width <= RULE_THICKNESS and height >= RULE_LENGTH:
+                down += 1
+            if across >= 3 or (across >= 2 and down >= 2):
+                return True
+        return False
 
     def find(self, index: int, page: Any) -> list[tuple[float, float, float, float, Block]]:
         """(top, bottom, x0, x1, table block) of each table of a page."""
@@ -44,6 +57,7 @@ class TableFinder:
                 if len(rows) >= 2 and max(len(r) for r in rows) >= 2:
                     x0, top, x1, bottom = table.bbox
                     out.append((float(top), float(bottom), x0, x1, Block(TABLE, rows=rows)))
+            plumb.close()  # its characters and layout: memory stays flat over a long file
             return out
         except Exception:  # noqa: BLE001 - the page's lines stay as text
             return []
