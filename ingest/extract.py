@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.config import Config
-from kgrag.text.keys import COOC, DISAMBIGUATOR
+from kgrag.text.keys import COOC, DISAMBIGUATOR, subject_title
 from kgrag.text.nlp import load_spacy
 from kgrag.types import Chunk, Document
 
@@ -89,7 +89,7 @@ def extract(
     n_process = n_process if len(parsed) >= 200 else 1  # worker start-up costs more than it saves
     docs = iter(nlp.pipe((c.text for c in parsed), batch_size=batch_size, n_process=n_process))
     for chunk in chunks:
-        title = titles.get(chunk.doc_id, "").strip()
+        title = subject_title(titles.get(chunk.doc_id, ""), chunk.meta).strip()
         if chunk.id in tables:
             _extract_table(out, chunk, tables[chunk.id], title)
         else:

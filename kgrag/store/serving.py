@@ -69,6 +69,7 @@ from kgrag.text.keys import (
     SKIP_TYPES,
     WALK_WEIGHTS,
     name_key,
+    subject_title,
 )
 
 SERVING = "serving"
@@ -269,14 +270,17 @@ def _save_entity_stats(out: Path, db: sqlite3.Connection, erows: Rows, n: int) -
 
 
 def _chunk_titles(db: sqlite3.Connection, crows: Rows, n: int) -> tuple[list[str], list[str]]:
-    """Each chunk row's document title and text."""
+    """Each chunk row's title (:func:`~kgrag.text.keys.subject_title`) and text."""
     titles, texts = [""] * n, [""] * n
-    sql = "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id"
+    sql = "SELECT c.id, d.title, c.text, c.meta FROM chunks c JOIN documents d ON d.id = c.doc_id"
     found = np.zeros(n, dtype=bool)
     for batch in batches(db, sql):
-        for row, (_, title, text) in zip(crows([r[0] for r in batch]).tolist(), batch, strict=True):
+        for row, (_, title, text, meta) in zip(
+            crows([r[0] for r in batch]).tolist(), batch, strict=True
+        ):
             if row >= 0:
-                titles[row], texts[row], found[row] = title, text, True
+                sections = json.loads(meta) if meta and '"format"' in meta else {}
+                titles[row], texts[row], found[row] = subject_title(title, sections), text, True
     if not found.all():
         raise StoreError(f"{int((~found).sum())} chunk vectors have no chunk record")
     return titles, texts

@@ -6,7 +6,8 @@ weights."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kgrag.text.tokens import JOINED_TOKEN, TOKEN
 
@@ -20,6 +21,18 @@ SKIP_TYPES = frozenset({"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
 #: a trailing parenthetical that tells namesakes apart: "Richard Sale (director)"
 DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
 _MAX_TITLE_TOKENS = 8
+
+
+def subject_title(doc_title: str, chunk_meta: Mapping[str, Any]) -> str:
+    """The title a chunk is about: in a document read from a file in its own format
+    (PDF, Word, HTML, ...: its metadata names the ``format``), the deepest heading above
+    the chunk, since such a file holds many subjects under one file title; else its
+    document's title. Extraction names it as the chunk's title entity, and the store's
+    title links and title entities are read from it."""
+    path = chunk_meta.get("parent_path")
+    if chunk_meta.get("format") and isinstance(path, list) and path:
+        return str(path[-1])
+    return doc_title
 
 
 def title_key(title: str) -> tuple[str, ...]:
