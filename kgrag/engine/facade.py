@@ -146,16 +146,16 @@ class Engine:
         r = self.retriever()
         records = r.chunk_records
         if records is None:  # built once per version
-            records = r.chunk_records = [
-                {
-                    "id": it.id,
-                    "text": it.text,
-                    "meta": dict(it.meta),
-                    "citation": dict(it.citation),
-                    "chunk": dict(it.chunk or {}),
-                }
-                for it in r.sources["chunk"].items
-            ]
+            records = r.chunk_records = _records(r.sources["chunk"].items)
+        return records
+
+    def pages(self) -> list[dict[str, Any]]:
+        """Every page (unit ``page``: a PDF page or slide) of the latest version,
+        hit-shaped like :meth:`chunks`; built once per version, shared."""
+        r = self.retriever()
+        records = r.page_records
+        if records is None:
+            records = r.page_records = _records(r.sources["page"].items)
         return records
 
     def image(self, doc_id: str, number: int) -> tuple[bytes, str]:
@@ -305,3 +305,16 @@ def open(  # noqa: A001 - the public name is kgrag.open
     engine = Engine(store, reader, encoder, config.retrieval, build_config=config)
     engine.follow_latest = index_version is None
     return engine
+
+
+def _records(items: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": it.id,
+            "text": it.text,
+            "meta": dict(it.meta),
+            "citation": dict(it.citation),
+            "chunk": dict(it.chunk or {}),
+        }
+        for it in items
+    ]

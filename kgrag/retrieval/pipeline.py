@@ -80,6 +80,7 @@ class Retriever:
         self._rerank_lock = threading.Lock()
         #: every chunk hit-shaped, built by Engine.chunks on first use
         self.chunk_records: list[dict[str, Any]] | None = None
+        self.page_records: list[dict[str, Any]] | None = None
 
     @property
     def fields(self) -> dict[str, str]:

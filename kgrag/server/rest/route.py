@@ -97,7 +97,12 @@ def recall(
     found = scope.rcp_filter()
     if found is not None:
         params["filter"] = found
-    hits = [h for h in engine.retrieve(params)["hits"] if scope.admits(h)]
+    hits: list[dict[str, Any]] = []
+    if scope.types is None or scope.types - {"page"}:
+        hits = [h for h in engine.retrieve(params)["hits"] if scope.admits(h)]
+    if scope.types is not None and "page" in scope.types:  # pages are a unit of their own
+        pages = engine.retrieve(params | {"unit": "page"})["hits"]
+        hits = sorted(hits + [h for h in pages if scope.admits(h)], key=lambda h: -h["score"])
     if mode == "hybrid":
         for h in hits:
             h["scores"] = h.get("scores", {}) | {"rrf": h["score"]}
@@ -173,6 +178,8 @@ def answer(engine: Any, namespace: str, body: QueryBody) -> dict[str, Any]:
         notes.append(f"agent_explore_model {body.agent_explore_model!r} recorded; none is called")
     scope = Scope.of(body)
     scoped = [c for c in engine.chunks() if scope.admits(c)]
+    if scope.types is not None and "page" in scope.types:
+        scoped += [p for p in engine.pages() if scope.admits(p)]
     if len(scoped) <= top_k:
         routed = _small_corpus(engine, body, scope, scoped, top_k, started)
     elif body.use_agentic is False:

@@ -62,7 +62,11 @@ def test_pdf_table_keeps_its_columns_and_caption() -> None:
     assert "Station: Bell Rock; Region: Angus; Height (m): 35; First lit: 1811" in lines
     assert "<th>Height (m)</th>" in table.meta["html"]
     assert "<td>Muckle Flugga</td><td>Shetland</td><td>20</td><td>1858</td>" in table.meta["html"]
-    assert {k: table.meta["table"][k] for k in ("index", "rows", "of")} == {"index": 0, "rows": [1, 4], "of": 4}
+    assert {k: table.meta["table"][k] for k in ("index", "rows", "of")} == {
+        "index": 0,
+        "rows": [1, 4],
+        "of": 4,
+    }
     assert table.meta["table"]["header"] == ["Station", "Region", "Height (m)", "First lit"]
 
 
