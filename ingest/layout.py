@@ -9,6 +9,7 @@ provenance fields of any span (``chunk_type``, ``page`` / ``pages``).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ from kgrag.types import Chunk, Document
 from .documents.assemble import LAYOUT, table_html
 
 TEXT, TABLE, IMAGE = "text", "table", "image"
+#: characters of a section's opening searched for the words of its heading
+OPENING = 300
+_WORDS = re.compile(r"\w+")
+_NUMBERING = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.(\d+(\.\d+)*)?)\s+")
+_DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +51,9 @@ class Layout:
         self.tables: list[dict[str, Any]] = list(layout.get("tables", []))
         self.images: list[dict[str, Any]] = list(layout.get("images", []))
         self.base_meta = {k: v for k, v in doc.meta.items() if k != LAYOUT}
+        self.layout = bool(layout)
+        self.section_starts = [int(offset) for offset, _ in doc.sections]
+        self._subjects: dict[int, str] = {}
 
     def pieces(self, start: int, end: int) -> Iterator[Piece]:
         """``[start, end)`` cut around the tables inside it."""
@@ -78,12 +87,35 @@ class Layout:
         meta = dict(self.base_meta)
         meta["chunk_type"] = kind
         meta["parent_path"] = list(path)
+        subject = self.subject(path, start)
+        if subject:
+            meta["subject"] = subject
         if self.paged and self.page_starts:
             first, last = self.page_at(start), self.page_at(max(start, end - 1))
             meta["page"] = first
             if last != first:
                 meta["pages"] = [first, last]
         return meta
+
+    def subject(self, path: tuple[str, ...], start: int) -> str:
+        """The entity a section is about, for a document read from a file: its heading,
+        when the section's opening (:data:`OPENING` characters after the heading line)
+        names it (:func:`_names`). "Robert North Bradbury" over "Robert N. Bradbury
+        (1886-1949) was ..." is a subject; "Maintenance" over "Routine maintenance at
+        ..." or "Value" over "B = value(...)" is not."""
+        if not self.layout or not path:
+            return ""
+        i = bisect_right(self.section_starts, start) - 1
+        if i < 0:
+            return ""
+        offset = self.section_starts[i]
+        if offset not in self._subjects:
+            heading = path[-1]
+            body = self.doc.text[offset : offset + len(heading) + 2 + OPENING]
+            body = body.split("\n", 1)[1] if "\n" in body else ""
+            name = _NUMBERING.sub("", heading)
+            self._subjects[offset] = name if _names(name, body) else ""
+        return self._subjects[offset]
 
     def page_at(self, offset: int) -> int:
         """The page the character at ``offset`` is on."""
@@ -179,3 +211,11 @@ def _groups(tokens: list[int], caption: int, max_tokens: int) -> list[tuple[int,
     if lo < len(tokens):
         groups.append((lo, len(tokens)))
     return groups
+
+
+def _names(heading: str, body: str) -> bool:
+    """Whether ``body`` names ``heading`` (a trailing "(...)" aside): a capitalised word
+    of it appears as written, and so do at least half of its words."""
+    words = [w for w in _WORDS.findall(_DISAMBIGUATOR.sub("", heading)) if len(w) > 1]
+    found = [w for w in words if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", body)]
+    return any(w[0].isupper() for w in found) and 2 * len(found) >= len(words)

@@ -279,7 +279,7 @@ def _chunk_titles(db: sqlite3.Connection, crows: Rows, n: int) -> tuple[list[str
             crows([r[0] for r in batch]).tolist(), batch, strict=True
         ):
             if row >= 0:
-                sections = json.loads(meta) if meta and '"format"' in meta else {}
+                sections = json.loads(meta) if meta and '"subject"' in meta else {}
                 titles[row], texts[row], found[row] = subject_title(title, sections), text, True
     if not found.all():
         raise StoreError(f"{int((~found).sum())} chunk vectors have no chunk record")

@@ -24,15 +24,11 @@ _MAX_TITLE_TOKENS = 8
 
 
 def subject_title(doc_title: str, chunk_meta: Mapping[str, Any]) -> str:
-    """The title a chunk is about: in a document read from a file in its own format
-    (PDF, Word, HTML, ...: its metadata names the ``format``), the deepest heading above
-    the chunk, since such a file holds many subjects under one file title; else its
-    document's title. Extraction names it as the chunk's title entity, and the store's
-    title links and title entities are read from it."""
-    path = chunk_meta.get("parent_path")
-    if chunk_meta.get("format") and isinstance(path, list) and path:
-        return str(path[-1])
-    return doc_title
+    """The title a chunk is about: the ``subject`` its chunker found (a section of a
+    document file whose opening names its heading: :meth:`ingest.layout.Layout.subject`),
+    else its document's title. Extraction names it as the chunk's title entity, and the
+    store's title links and title entities are read from it."""
+    return str(chunk_meta.get("subject") or doc_title)
 
 
 def title_key(title: str) -> tuple[str, ...]:
