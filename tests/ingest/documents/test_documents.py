@@ -334,3 +334,45 @@ def test_an_edited_file_replaces_its_chunks_and_prune_removes_gone_files(tmp_pat
     assert report.pruned == 1 and report.counts["documents"] == 2
     with kgrag.open(graph) as engine:
         assert {c["meta"]["source"] for c in engine.chunks()} == {"sheet.csv", "notes.txt"}
+
+
+def test_a_section_is_about_its_heading_only_where_its_opening_names_it(tmp_path: Path) -> None:
+    from ingest.extract import TITLE_LABEL, extract
+    from kgrag.text.nlp import load_spacy
+
+    page = tmp_path / "people.html"
+    page.write_text(
+        "<html><body><h1>Film people</h1>"
+        "<h2>2.1 Robert North Bradbury</h2><p>Robert N. Bradbury (1886-1949) was an American"
+        " film director who directed 125 movies.</p>"
+        "<h2>Maintenance</h2><p>Routine maintenance of the archive happens every spring.</p>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    chunks = chunks_of_paths(page)
+    about = {c.meta["parent_path"][-1]: c.meta.get("subject") for c in chunks}
+    assert about == {
+        "Film people": None,  # the title alone: nothing follows it
+        "2.1 Robert North Bradbury": "Robert North Bradbury",
+        "Maintenance": None,
+    }
+    found = extract(
+        chunks,
+        {c.doc_id: "Film people" for c in chunks},
+        load_spacy("auto"),
+        skip_labels=(),
+        concepts=True,
+        max_cooc_entities=8,
+        n_process=1,
+        batch_size=8,
+    )
+    titles = {(m.chunk_id, m.name) for m in found.mentions if m.label == TITLE_LABEL}
+    by_heading = {c.meta["parent_path"][-1]: c.id for c in chunks}
+    assert (by_heading["2.1 Robert North Bradbury"], "Robert North Bradbury") in titles
+    assert (by_heading["Maintenance"], "Film people") in titles  # the document's title
+
+
+def chunks_of_paths(*paths: Path) -> list[Chunk]:
+    loaded = load_paths(list(paths))
+    assert loaded.errors == [], loaded.errors
+    return chunk_documents(loaded.documents, max_tokens=256, overlap_tokens=32)
