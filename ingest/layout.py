@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.ids import content_id
-from kgrag.text.tokens import count_tokens
+from kgrag.text.tokens import WORD, count_tokens
 from kgrag.types import Chunk, Document
 
 from .documents.assemble import LAYOUT, table_html
@@ -24,7 +24,6 @@ from .documents.assemble import LAYOUT, table_html
 TEXT, TABLE, IMAGE = "text", "table", "image"
 #: characters of a section's opening searched for the words of its heading
 OPENING = 300
-_WORDS = re.compile(r"\w+")
 _NUMBERING = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.(\d+(\.\d+)*)?)\s+")
 _DISAMBIGUATOR = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -216,6 +215,6 @@ def _groups(tokens: list[int], caption: int, max_tokens: int) -> list[tuple[int,
 def _names(heading: str, body: str) -> bool:
     """Whether ``body`` names ``heading`` (a trailing "(...)" aside): a capitalised word
     of it appears as written, and so do at least half of its words."""
-    words = [w for w in _WORDS.findall(_DISAMBIGUATOR.sub("", heading)) if len(w) > 1]
+    words = [w for w in WORD.findall(_DISAMBIGUATOR.sub("", heading)) if len(w) > 1]
     found = [w for w in words if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", body)]
     return any(w[0].isupper() for w in found) and 2 * len(found) >= len(words)
