@@ -143,8 +143,7 @@ def _chunk_document(doc: Document, max_tokens: int, overlap_tokens: int) -> list
                 s, e = units[first].start, units[last].end
                 if layout.only_placeholders(s, e):
                     continue
-                chunk = _make_chunk(doc, len(chunks), s, e, path, layout)
-                chunks.append(_about_subject(chunk, doc, path))
+                chunks.append(_make_chunk(doc, len(chunks), s, e, path, layout))
             for image in layout.images_in(piece.start, piece.end):
                 chunks.append(layout.image_chunk(image, path, context, len(chunks)))
     return chunks
@@ -238,16 +237,6 @@ def _context(doc: Document, path: tuple[str, ...]) -> str:
     if path and path[0] == doc.title:
         path = path[1:]
     return " > ".join([doc.title, *path])
-
-
-def _about_subject(chunk: Chunk, doc: Document, path: tuple[str, ...]) -> Chunk:
-    """A chunk of a section about its heading (``meta.subject``) is read in the context
-    of its section path alone, as a record is read under its own title: the file's
-    title is left out, and so is the heading when the chunk's text starts with it."""
-    if not chunk.meta.get("subject") or not path:
-        return chunk
-    said = path[:-1] if chunk.text.startswith(path[-1]) else path
-    return replace(chunk, context=" > ".join(said))
 
 
 def _make_chunk(
