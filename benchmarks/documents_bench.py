@@ -15,6 +15,10 @@ Word files instead of JSON records, and how fast PDFs are read against ``pdftote
         --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
     # 4. pages a second: kgrag's PDF reader against pdftotext -layout, same files, same run
     python benchmarks/documents_bench.py speed /tmp/2wiki-docs/pdf/*.pdf
+    # 4b. which part of a chunk's context costs dense recall (re-embeds the chunks)
+    python benchmarks/documents_bench.py recontext --graph graphs/2wiki-pdf \\
+        --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json \\
+        --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
     # 5. how the PDF reader was chosen: word F1 against pdftotext -layout, pages a second
     python benchmarks/documents_bench.py parsers /usr/share/doc/gnuplot/gnuplot.pdf
     # 6. and the OCR engine: word F1 on a scanned page whose words are known
@@ -106,6 +110,53 @@ def recall(graph: str, corpus: Path, questions: Path, n: int, depth: int) -> dic
     rows["chunks without a passage"] = unmapped
     rows["questions"] = len(asked)
     return rows
+
+
+def recontext(graph: str, corpus: Path, questions: Path) -> dict[str, Any]:
+    """Dense R@2 / R@5 of a built graph's chunks re-embedded under other contexts: as
+    built, without the repeated heading line, and under the section path alone (no file
+    title, no heading line): which part of the context costs a document build recall."""
+    import numpy as np
+
+    import kgrag
+    from kgrag.bench.evaluation import load_questions, recall_at
+    from kgrag.config import Config
+    from kgrag.encoders import load_encoder
+
+    keys = {p["title"]: f"{p['title']}\n{p['text']}" for p in json.loads(corpus.read_text())}
+    asked = load_questions(questions)
+    m = Config().models
+    encoder = load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
+    with kgrag.open(graph) as engine:
+        chunks = engine.reader.chunks()
+    paths = [c.meta.get("parent_path") or [] for c in chunks]
+    passage = [keys.get(p[-1], "") if p else "" for p in paths]
+
+    def body(text: str, path: list[str]) -> str:
+        head = f"{path[-1]}\n\n" if path else ""
+        return text[len(head) :] if head and text.startswith(head) else text
+
+    variants = {
+        "as built": [f"{c.context}\n{c.text}" for c in chunks],
+        "heading line left out": [
+            f"{c.context}\n{body(c.text, p)}" for c, p in zip(chunks, paths, strict=True)
+        ],
+        "section path alone, heading line left out": [
+            f"{' > '.join(p) or c.context}\n{body(c.text, p)}"
+            for c, p in zip(chunks, paths, strict=True)
+        ],
+    }
+    queries = encoder.encode([q.text for q in asked])
+    out: dict[str, Any] = {}
+    for name, texts in variants.items():
+        scores = queries @ encoder.encode(texts).T
+        per: dict[int, list[float]] = {2: [], 5: []}
+        for i, q in enumerate(asked):
+            ranked = [passage[j] for j in np.argsort(-scores[i])[:40] if passage[j]]
+            for k in per:
+                per[k].append(recall_at(ranked, q.gold, k))
+        out[name] = {f"R@{k}": round(100 * statistics.fmean(v), 2) for k, v in per.items()}
+    return out
 
 
 def speed(pdfs: list[Path], rounds: int) -> dict[str, Any]:
@@ -245,6 +296,10 @@ def main() -> int:
     oc = sub.add_parser("ocr")
     oc.add_argument("image", type=Path)
     oc.add_argument("--reference", type=Path, required=True, help="a text file of its words")
+    rc = sub.add_parser("recontext")
+    rc.add_argument("--graph", required=True)
+    rc.add_argument("--corpus", type=Path, required=True)
+    rc.add_argument("--questions", type=Path, required=True)
     s = sub.add_parser("speed")
     s.add_argument("pdfs", nargs="+", type=Path)
     s.add_argument("--rounds", type=int, default=2)
@@ -254,6 +309,8 @@ def main() -> int:
     elif args.command == "recall":
         out = recall(args.graph, args.corpus, args.questions, args.n, args.depth)
         print(json.dumps(out, indent=1))
+    elif args.command == "recontext":
+        print(json.dumps(recontext(args.graph, args.corpus, args.questions), indent=1))
     elif args.command == "parsers":
         print(json.dumps(parsers(args.pdf, args.first, args.last), indent=1))
     elif args.command == "ocr":
