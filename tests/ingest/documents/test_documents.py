@@ -28,9 +28,7 @@ GOOD = ["report.pdf", "report.docx", "slides.pptx", "sheet.xlsx", "report_export
 
 
 def chunks_of(*names: str) -> list[Chunk]:
-    loaded = load_paths([DOCS / n for n in names])
-    assert loaded.errors == [], loaded.errors
-    return chunk_documents(loaded.documents, max_tokens=256, overlap_tokens=32)
+    return chunks_of_paths(*(DOCS / n for n in names))
 
 
 def holding(chunks: list[Chunk], text: str) -> Chunk:
