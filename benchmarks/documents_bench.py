@@ -114,11 +114,13 @@ def recall(graph: str, corpus: Path, questions: Path, n: int, depth: int) -> dic
 
 def recontext(graph: str, corpus: Path, questions: Path) -> dict[str, Any]:
     """Dense R@2 / R@5 of a built graph's chunks re-embedded under other contexts: as
-    built, without the repeated heading line, and under the section path alone (no file
-    title, no heading line): which part of the context costs a document build recall."""
+    built; under the context line in front even in a collection (:func:`collections`);
+    without the repeated heading line; and under the section path alone (no file title,
+    no heading line): which part of the context costs a document build recall."""
     import numpy as np
 
     import kgrag
+    from ingest.embed import chunk_text, collections
     from kgrag.bench.evaluation import load_questions, recall_at
     from kgrag.config import Config
     from kgrag.encoders import load_encoder
@@ -136,8 +138,10 @@ def recontext(graph: str, corpus: Path, questions: Path) -> dict[str, Any]:
         head = f"{path[-1]}\n\n" if path else ""
         return text[len(head) :] if head and text.startswith(head) else text
 
+    grouped = collections(chunks)
     variants = {
-        "as built": [f"{c.context}\n{c.text}" for c in chunks],
+        "as built": [chunk_text(c, c.doc_id in grouped) for c in chunks],
+        "context line in front (no collection rule)": [chunk_text(c) for c in chunks],
         "heading line left out": [
             f"{c.context}\n{body(c.text, p)}" for c, p in zip(chunks, paths, strict=True)
         ],

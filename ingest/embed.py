@@ -2,7 +2,10 @@
 
 Entity vectors come from the resolve stage, which needs them for synonymy.
 A chunk is embedded with its context line ("Title > Section") in front, as
-HippoRAG embeds "title\\ntext". The sentences that name entities (the ones a
+HippoRAG embeds "title\\ntext"; a chunk of a collection (a file most of whose
+sections are each about their heading) is embedded under its own heading, with the
+file's title and enclosing headings after the passage (:func:`collections`). The
+sentences that name entities (the ones a
 community report can quote) get vectors from the same model pass: with a
 mean-pooling model, the mean of the chunk's token vectors inside the sentence.
 A fact is an SVO relation rendered as text; by default its vector is composed,
@@ -27,9 +30,45 @@ EncodeSpans = Callable[
 ]
 
 
-def chunk_text(chunk: Chunk) -> str:
-    """The text a chunk is embedded as."""
-    return f"{chunk.context}\n{chunk.text}" if chunk.context else chunk.text
+#: a file is a collection when at least this share of its sections are each about
+#: their heading (``meta.subject``)
+COLLECTION_SHARE = 0.5
+
+
+def chunk_text(chunk: Chunk, collection: bool = False) -> str:
+    """The text a chunk is embedded as: its context line, then its text; for a chunk
+    of a ``collection``, its heading, its text, then the rest of its context line."""
+    head, tail = _context_parts(chunk, collection)
+    text = f"{head}\n{chunk.text}" if head else chunk.text
+    return f"{text}\n{tail}" if tail else text
+
+
+def _context_parts(chunk: Chunk, collection: bool) -> tuple[str, str]:
+    path = chunk.meta.get("parent_path") or ()
+    if not collection or not path or not chunk.context.endswith(path[-1]):
+        return chunk.context, ""
+    rest = chunk.context[: -len(path[-1])].removesuffix(" > ")
+    return path[-1], rest
+
+
+def collections(chunks: Sequence[Chunk]) -> set[str]:
+    """The documents among ``chunks`` that are collections: files most of whose
+    sections are each about their heading, as an encyclopedia's or a glossary's
+    articles are. The file's title and the headings above a section say where an
+    article was filed, not what it is about, so in front of every one of them they
+    pull all of a file's articles towards a query that shares their words, and
+    blur one article against the next; a manual's sections, most of which are not
+    about their bare heading ("xrange" under "set"), keep their path in front.
+    docs/benchmarks.md ("Reading documents") has the figures."""
+    sections: dict[str, dict[tuple[str, ...], bool]] = {}
+    for c in chunks:
+        path = tuple(c.meta.get("parent_path") or ())
+        if path:
+            seen = sections.setdefault(c.doc_id, {})
+            seen[path] = seen.get(path, False) or bool(c.meta.get("subject"))
+    return {
+        doc for doc, seen in sections.items() if sum(seen.values()) >= COLLECTION_SHARE * len(seen)
+    }
 
 
 def fact_text(relation: Relation, names: Mapping[str, str]) -> str:
@@ -54,10 +93,12 @@ def embed_chunks(
     texts: list[str] = []
     spans: list[list[tuple[int, int]]] = []
     ids: list[str] = []
+    grouped = collections(chunks)
     for c in chunks:
-        shift = len(c.context) + 1 if c.context else 0
+        head = _context_parts(c, c.doc_id in grouped)[0]
+        shift = len(head) + 1 if head else 0
         own = by_chunk.get(c.id, [])
-        texts.append(chunk_text(c))
+        texts.append(chunk_text(c, c.doc_id in grouped))
         spans.append([(s.start + shift, s.end + shift) for s in own])
         ids.extend(sentence_id(s.chunk_id, s.index) for s in own)
     vectors, span_vectors = encode(texts, spans)

@@ -39,6 +39,8 @@ from .pdf_tables import TableFinder
 MIN_TEXT_CHARS = 8
 #: characters per line whose boxes and weights are read
 LINE_SAMPLE = 16
+#: a first-page line this many times the body type height is read as the title
+TITLE_RATIO = 1.6
 _BULLETS = "\u2022\u25e6\u25aa\u25cf\u2023\u2043\u00b7\x88\uf0b7\uf0a7\u27a2\u25a0\u25a1*"
 _BULLET = re.compile(rf"^\s*[{re.escape(_BULLETS)}]\s*")
 _NUMBERED = re.compile(r"^\s*(\d{1,3}[.)]|[a-z][.)])\s+")
@@ -122,7 +124,7 @@ def _read_pages(pdf: Any, path: Path, uri: str, progress: Progress | None) -> Pa
     for number, items in enumerate(pages, start=1):
         marks = outline.get(number - 1, [])
         parsed.blocks.extend(_page_blocks(items, number, marks, bool(outline), body))
-    parsed.title = _title(pdf, parsed.blocks)
+    parsed.title = _title(pdf, pages[0] if pages else [], body[0], parsed.blocks)
     return parsed
 
 
@@ -140,13 +142,22 @@ def _outline(pdf: Any) -> dict[int, list[tuple[int, str]]]:
     return out
 
 
-def _title(pdf: Any, blocks: list[Block]) -> str:
+def _title(pdf: Any, first: list[Item], body: float, blocks: list[Block]) -> str:
+    """The document's title: its metadata's; else the largest type on the first page
+    when it is well above body text (a title page, whose lines are seldom headings
+    of the outline); else the first top-level heading."""
     try:
         title = str((pdf.get_metadata_dict() or {}).get("Title") or "").strip()
     except Exception:  # noqa: BLE001 - metadata is optional
         title = ""
     if title:
         return title
+    lines = [i.line for i in first if i.line is not None and i.line.text.strip()]
+    largest = max((line.height for line in lines), default=0.0)
+    if largest >= TITLE_RATIO * body:
+        # a title set over two lines is one title
+        words = [line.text.strip() for line in lines if line.height >= 0.95 * largest]
+        return " ".join(words[:3])
     return next((b.text for b in blocks if b.kind == HEADING and b.level == 1), "")
 
 

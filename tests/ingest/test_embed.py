@@ -103,3 +103,52 @@ def test_sentence_vectors_are_read_off_their_chunks(science_reader, encoder):
     chunk_ids, chunk_matrix = science_reader.vectors("chunks")
     texts = [embed.chunk_text(chunks[c]) for c in chunk_ids]
     assert np.allclose(chunk_matrix, encoder.encode(texts), atol=1e-5)
+
+
+def test_a_collections_articles_are_embedded_under_their_own_heading(tmp_path: Path, encoder):
+    from ingest.chunk import chunk_documents
+    from ingest.embed import chunk_text, collections, embed_chunks
+    from ingest.load import load_paths
+    from kgrag.types import Sentence
+
+    people = tmp_path / "people.html"
+    people.write_text(
+        "<html><head><title>Film people, part 3</title></head><body>"
+        "<h2>Robert North Bradbury</h2><p>Robert N. Bradbury (1886-1949) was an American"
+        " film director who directed 125 movies.</p>"
+        "<h2>Ada Lovelace</h2><p>Ada Lovelace was an English mathematician.</p>"
+        "<h2>Walter Lantz</h2><p>Walter Lantz was an American cartoonist.</p>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    manual = tmp_path / "manual.html"
+    manual.write_text(
+        "<html><head><title>Pump manual</title></head><body>"
+        "<h2>Maintenance</h2><p>Routine care of the pump happens every spring.</p>"
+        "<h2>Filters</h2><p>Change the intake mesh when it clogs.</p>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    chunks = chunk_documents(
+        load_paths([people, manual]).documents, max_tokens=256, overlap_tokens=32
+    )
+    grouped = collections(chunks)
+    by_doc = {c.meta["source"]: c.doc_id for c in chunks}
+    assert grouped == {by_doc["people.html"]}
+    ada = next(c for c in chunks if c.meta["parent_path"][-1] == "Ada Lovelace")
+    assert chunk_text(ada, True) == f"Ada Lovelace\n{ada.text}\nFilm people, part 3"
+    pump = next(c for c in chunks if c.meta["parent_path"][-1] == "Filters")
+    assert chunk_text(pump, pump.doc_id in grouped) == f"Pump manual > Filters\n{pump.text}"
+    # each sentence's vector is still read off its own words
+    spans = [Sentence(c.id, 0, 0, len(c.text), ("e:x",)) for c in (ada, pump)]
+
+    def encode(texts, spans):
+        return encoder.encode_spans(texts, spans)
+
+    vectors, (_, sentence_vectors) = embed_chunks(encode, [ada, pump], spans)
+    for row, (c, head) in enumerate([(ada, "Ada Lovelace"), (pump, pump.context)]):
+        text = chunk_text(c, c.doc_id in grouped)
+        start = len(head) + 1
+        want, [span] = encoder.encode_with_spans(text, [(start, start + len(c.text))])
+        assert np.allclose(vectors[row], want, atol=1e-5)
+        assert np.allclose(sentence_vectors[row], span, atol=1e-5)
