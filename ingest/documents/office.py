@@ -4,8 +4,8 @@ Word: the body's paragraphs and tables in order; running headers and footers, th
 table of contents and deleted (tracked) text are not read. A paragraph is a heading
 when its outline level or its style says so (``Heading N`` is level N, ``Title`` level
 1, and a style whose outline level is set counts, so localised style names work);
-a list paragraph (numbered, or styled ``List ...``) reads ``- item``, indented two
-spaces a list level, whether Word shows a bullet or a number. Pictures follow the
+a list paragraph (numbered, or styled ``List ...``) reads ``- item``, or ``1. item``,
+``b) item`` as Word numbers it (:mod:`.numbering`), indented two spaces a level. Pictures follow the
 paragraph they sit in; text boxes follow as paragraphs of their own. Merged table
 cells repeat their text in every column and row they cover, so columns line up.
 
@@ -35,6 +35,7 @@ from .model import (
     Block,
     Parsed,
 )
+from .numbering import Numbering
 from .zipguard import broken_file, check_zip, size_text
 
 NS = {
@@ -120,18 +121,18 @@ def read_docx(path: Path, uri: str) -> Parsed:
 
     with broken_file(uri, ".docx", OpcError):
         document = docx.Document(str(path))
-        reader = _Docx(document.part, *_docx_styles(document))
+        reader = _Docx(document.part, *_docx_styles(document), Numbering(document))
         reader.container(document.element.body)
         title = (document.core_properties.title or "").strip()
     first = next((b.text for b in reader.blocks if b.kind == HEADING and b.level == 1), "")
     return Parsed(title=title or first, blocks=reader.blocks, warnings=reader.warnings)
 
 
-_Styles = dict[str, tuple[str, int | None, bool]]
+_Styles = dict[str, tuple[str, int | None, str | None]]
 
 
 def _docx_styles(document: Any) -> tuple[_Styles, str]:
-    """Each paragraph style id: its name, outline level and whether it numbers, with
+    """Each paragraph style id: its name, outline level and numbering instance, with
     what it inherits from the styles it is based on; and the default style's id."""
     raw: dict[str, tuple[str, str | None, str | None, str | None]] = {}
     default = ""
@@ -155,15 +156,18 @@ def _docx_styles(document: Any) -> tuple[_Styles, str]:
             outline = outline if outline is not None else own_outline
             num_id = num_id if num_id is not None else own_num
         level = int(outline) if outline and outline.isdigit() else None
-        styles[sid] = (name, level, num_id not in (None, "0"))
+        styles[sid] = (name, level, num_id if num_id not in (None, "0") else None)
     return styles, default
 
 
 class _Docx:
     """Reads a Word body into blocks; its styles are resolved once up front."""
 
-    def __init__(self, part: Any, styles: _Styles, default_style: str) -> None:
+    def __init__(
+        self, part: Any, styles: _Styles, default_style: str, numbering: Numbering
+    ) -> None:
         self.part = part
+        self.numbering = numbering
         self.styles = styles
         self.default_style = default_style
         self.blocks: list[Block] = []
@@ -192,7 +196,7 @@ class _Docx:
 
     def paragraph(self, p: Any) -> None:
         style_id = _val(p, "w:pPr/w:pStyle") or self.default_style
-        name, style_outline, style_numbered = self.styles.get(style_id, ("", None, False))
+        name, style_outline, style_num = self.styles.get(style_id, ("", None, None))
         if _TOC_STYLE.match(name):
             return
         text = _clean(_run_text(p))
@@ -203,14 +207,12 @@ class _Docx:
             self.add_caption(text)
         elif text:
             num_id = _val(p, "w:pPr/w:numPr/w:numId")
-            if (
-                num_id not in (None, "0")
-                or (num_id is None and style_numbered)
-                or ("list" in name.lower())
-            ):
+            num_id = style_num if num_id is None else num_id
+            if num_id not in (None, "0") or "list" in name.lower():
                 depth = _val(p, "w:pPr/w:numPr/w:ilvl") or "0"
-                indent = "  " * min(int(depth) if depth.isdigit() else 0, 8)
-                text = indent + "- " + text
+                level = min(int(depth) if depth.isdigit() else 0, 8)
+                marker = self.numbering.marker(num_id if num_id != "0" else None, level)
+                text = "  " * level + marker + " " + text
             self.blocks.append(Block(TEXT, text=text))
         self.images(p)
         for box in p.iter(TXBX):

@@ -326,7 +326,7 @@ def test_docx_headings_follow_styles_and_outline_levels(word: Parsed) -> None:
 
 def test_docx_keeps_lists_pictures_and_merged_cells_not_running_headers(word: Parsed) -> None:
     found = texts(word)
-    assert "- Clean the lens" in found and "- Check the horn" in found
+    assert "- Clean the lens" in found and "1. Check the horn" in found  # as Word numbers it
     assert "Skerryvore stands on a reef." in found
     assert not any("RUNNING HEADER" in b.text for b in word.blocks)
     at = next(i for i, b in enumerate(word.blocks) if b.text == "The chart follows.")
@@ -497,3 +497,22 @@ def test_csv_rows_past_the_cap_are_counted_in_the_warning(tmp_path: Path) -> Non
     assert parsed.warnings == [
         f"table: {MAX_TABLE_ROWS + 100} rows, only the first {MAX_TABLE_ROWS} read"
     ]
+
+
+def test_docx_numbered_lists_read_as_word_numbers_them(tmp_path: Path) -> None:
+    from ingest.documents.numbering import letters, roman
+
+    document = docx.Document()
+    for text in ("Unpack", "Mount", "Wire"):
+        document.add_paragraph(text, style="List Number")
+    document.add_paragraph("A remark between the steps.")
+    document.add_paragraph("Power on", style="List Number")  # the same list counts on
+    document.add_paragraph("Spare lamp", style="List Bullet")
+    document.save(str(tmp_path / "steps.docx"))
+    found = texts(office.read_docx(tmp_path / "steps.docx", "steps.docx"))
+    assert found == [
+        "1. Unpack", "2. Mount", "3. Wire", "A remark between the steps.", "4. Power on",
+        "- Spare lamp",
+    ]  # fmt: skip
+    assert [roman(n) for n in (4, 9, 14, 1990)] == ["iv", "ix", "xiv", "mcmxc"]
+    assert [letters(n) for n in (1, 26, 27)] == ["a", "z", "aa"]
