@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+DEMO_DOCS := $(addprefix tests/data/docs/,report.pdf slides.pptx sheet.xlsx)
 DEMO_GRAPH ?= graphs/demo
 
 .PHONY: install demo test lint bench eval clean neo4j-build neo4j neo4j-stop
@@ -24,6 +25,10 @@ demo: install
 		"What is the name of the waterfall in the country where the Bubye River is found?"
 	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH) --op local -k 3 --unit chunk,path \
 		"In what county is the city where Harris W. Fawell was born?"
+	# documents: a PDF report, slides and a spreadsheet (made by LibreOffice; see their README)
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag ingest $(DEMO_DOCS) --graph $(DEMO_GRAPH)-docs
+	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH)-docs -k 3 --unit chunk \
+		"Which station is in Shetland, and when was it first lit?"
 
 test: install neo4j-build
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
@@ -61,4 +66,4 @@ eval: install
 	done
 
 clean:
-	rm -rf $(VENV) $(DEMO_GRAPH)
+	rm -rf $(VENV) $(DEMO_GRAPH) $(DEMO_GRAPH)-docs

@@ -188,8 +188,18 @@ def _render(rank: int, hit: dict[str, Any], leaves: dict[str, Any]) -> str:
         if len(ids) > 3:
             lines.append(f"      ... {len(ids) - 3} more leaf passages")
     else:
-        lines.append(f"      leaf {ids[0]}  ({hit['chunk']['context']})")
+        lines.append(f"      leaf {ids[0]}  ({hit['chunk']['context']}){_where(hit['meta'])}")
     return "\n".join(lines)
+
+
+def _where(meta: dict[str, Any]) -> str:
+    """Where a chunk read from a file sits: "  report.pdf p. 3, table" ("" for records)."""
+    if not meta.get("source") or "chunk_type" not in meta:
+        return ""
+    first, last = meta.get("pages") or (meta.get("page"), meta.get("page"))
+    page = "" if not first else f" p. {first}" if first == last else f" pp. {first}-{last}"
+    kind = "" if meta["chunk_type"] == "text" else f", {meta['chunk_type']}"
+    return f"  {meta['source']}{page}{kind}"
 
 
 def _export(args: argparse.Namespace) -> int:

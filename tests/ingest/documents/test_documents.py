@@ -186,6 +186,18 @@ def docs_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return graph
 
 
+def test_cli_query_prints_each_hits_file_page_and_type(
+    docs_graph: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kgrag.cli.main import main
+
+    question = "Which station is in Shetland, and when was it first lit?"
+    assert main(["query", "--graph", str(docs_graph), "-k", "10", "--unit", "chunk", question]) == 0
+    shown = capsys.readouterr().out
+    assert "report.pdf p. 1, table" in shown  # the stations table, on the first page
+    assert "report.docx, table" in shown  # Word has no pages
+
+
 def test_hits_cite_file_section_and_page(docs_graph: Path) -> None:
     import kgrag
 
