@@ -15,10 +15,13 @@ Word files instead of JSON records, and how fast PDFs are read against ``pdftote
         --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
     # 4. pages a second: kgrag's PDF reader against pdftotext -layout, same files, same run
     python benchmarks/documents_bench.py speed /tmp/2wiki-docs/pdf/*.pdf
-    # 4b. which part of a chunk's context costs dense recall (re-embeds the chunks)
+    # 4b. dense recall under each form of a chunk's context (re-embeds the chunks): on
+    #     2Wiki by passage, on a manual by page (benchmarks/manuals_bench.py's files)
     python benchmarks/documents_bench.py recontext --graph graphs/2wiki-pdf \\
         --corpus ../shared/bench/2wikimultihopqa/2wiki_corpus.json \\
         --questions ../shared/bench/2wikimultihopqa/2wiki_dev180.json
+    python benchmarks/documents_bench.py recontext --graph graphs/manuals-dev \\
+        --questions benchmarks/data/manuals_dev.json
     # 5. how the PDF reader was chosen: word F1 against pdftotext -layout, pages a second
     python benchmarks/documents_bench.py parsers /usr/share/doc/gnuplot/gnuplot.pdf
     # 6. and the OCR engine: word F1 on a scanned page whose words are known
@@ -112,55 +115,85 @@ def recall(graph: str, corpus: Path, questions: Path, n: int, depth: int) -> dic
     return rows
 
 
-def recontext(graph: str, corpus: Path, questions: Path) -> dict[str, Any]:
-    """Dense R@2 / R@5 of a built graph's chunks re-embedded under other contexts: as
-    built; under the context line in front even in a collection (:func:`collections`);
-    without the repeated heading line; and under the section path alone (no file title,
-    no heading line): which part of the context costs a document build recall."""
+def context_variants(chunks: list[Any]) -> dict[str, list[str]]:
+    """Each chunk's text as embedded under the context forms docs/benchmarks.md compares
+    ("Reading documents"): as built, and the forms the collection rule chose among."""
+    from ingest.embed import chunk_text, collections
+
+    grouped = collections(chunks)
+    paths = [list(c.meta.get("parent_path") or []) for c in chunks]
+
+    def rest(c: Any, p: list[str]) -> str:  # the context line less the deepest heading
+        return c.context[: -len(p[-1])].removesuffix(" > ") if c.context.endswith(p[-1]) else ""
+
+    def form(c: Any, p: list[str], make: Any) -> str:
+        return make(c, p) if p else f"{c.context}\n{c.text}"
+
+    forms = {
+        "file title > path, text": lambda c, p: f"{c.context}\n{c.text}",
+        "path, text": lambda c, p: f"{' > '.join(p)}\n{c.text}",
+        "path, text, file title last": lambda c, p: (
+            f"{' > '.join(p)}\n{c.text}\n{c.context.split(' > ')[0]}"
+        ),
+        "deepest heading, text": lambda c, p: f"{p[-1]}\n{c.text}",
+        "deepest heading, text, rest of the path last": lambda c, p: (
+            f"{p[-1]}\n{c.text}\n{rest(c, p)}".rstrip("\n")
+        ),
+    }
+    out = {"as built": [chunk_text(c, c.doc_id in grouped) for c in chunks]}
+    for name, make in forms.items():
+        out[name] = [form(c, p, make) for c, p in zip(chunks, paths, strict=True)]
+    return out
+
+
+def recontext(graph: str, questions: Path, corpus: Path | None = None) -> dict[str, Any]:
+    """Dense recall of a built graph's chunks re-embedded under each context form
+    (:func:`context_variants`): with ``corpus`` (2Wiki), R@2 / R@5 by the passage a
+    chunk came from; without, page R@1 / R@5 on a manuals question file."""
     import numpy as np
 
     import kgrag
-    from ingest.embed import chunk_text, collections
     from kgrag.bench.evaluation import load_questions, recall_at
     from kgrag.config import Config
     from kgrag.encoders import load_encoder
 
-    keys = {p["title"]: f"{p['title']}\n{p['text']}" for p in json.loads(corpus.read_text())}
-    asked = load_questions(questions)
     m = Config().models
     encoder = load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
     with kgrag.open(graph) as engine:
         chunks = engine.reader.chunks()
-    paths = [c.meta.get("parent_path") or [] for c in chunks]
-    passage = [keys.get(p[-1], "") if p else "" for p in paths]
-
-    def body(text: str, path: list[str]) -> str:
-        head = f"{path[-1]}\n\n" if path else ""
-        return text[len(head) :] if head and text.startswith(head) else text
-
-    grouped = collections(chunks)
-    variants = {
-        "as built": [chunk_text(c, c.doc_id in grouped) for c in chunks],
-        "context line in front (no collection rule)": [chunk_text(c) for c in chunks],
-        "heading line left out": [
-            f"{c.context}\n{body(c.text, p)}" for c, p in zip(chunks, paths, strict=True)
-        ],
-        "section path alone, heading line left out": [
-            f"{' > '.join(p) or c.context}\n{body(c.text, p)}"
-            for c, p in zip(chunks, paths, strict=True)
-        ],
-    }
-    queries = encoder.encode([q.text for q in asked])
+    gold: list[Any]
+    if corpus is not None:
+        keys = {p["title"]: f"{p['title']}\n{p['text']}" for p in json.loads(corpus.read_text())}
+        asked = load_questions(questions)
+        texts, gold, ks = [q.text for q in asked], [frozenset(q.gold) for q in asked], (2, 5)
+        paths = [c.meta.get("parent_path") or [] for c in chunks]
+        found = [[keys[p[-1]]] if p and p[-1] in keys else [] for p in paths]
+    else:
+        asked_pages = json.loads(questions.read_text())["questions"]
+        texts = [q["question"] for q in asked_pages]
+        gold = [frozenset((q["file"], int(p)) for p in q["pages"]) for q in asked_pages]
+        ks = (1, 5)
+        found = [_chunk_pages(c.meta) for c in chunks]
+    queries = encoder.encode(texts)
     out: dict[str, Any] = {}
-    for name, texts in variants.items():
-        scores = queries @ encoder.encode(texts).T
-        per: dict[int, list[float]] = {2: [], 5: []}
-        for i, q in enumerate(asked):
-            ranked = [passage[j] for j in np.argsort(-scores[i])[:40] if passage[j]]
+    for name, variant in context_variants(chunks).items():
+        scores = queries @ encoder.encode(variant).T
+        per: dict[int, list[float]] = {k: [] for k in ks}
+        for i, want in enumerate(gold):
+            ranked: list[Any] = []
+            for j in np.argsort(-scores[i])[:60]:
+                ranked.extend(g for g in found[j] if g not in ranked)
             for k in per:
-                per[k].append(recall_at(ranked, q.gold, k))
+                per[k].append(recall_at(ranked, want, k))
         out[name] = {f"R@{k}": round(100 * statistics.fmean(v), 2) for k, v in per.items()}
     return out
+
+
+def _chunk_pages(meta: dict[str, Any]) -> list[tuple[str, int]]:
+    if "page" not in meta:
+        return []
+    first, last = meta.get("pages") or (meta["page"], meta["page"])
+    return [(meta["source"], p) for p in range(first, last + 1)]
 
 
 def speed(pdfs: list[Path], rounds: int) -> dict[str, Any]:
@@ -302,8 +335,10 @@ def main() -> int:
     oc.add_argument("--reference", type=Path, required=True, help="a text file of its words")
     rc = sub.add_parser("recontext")
     rc.add_argument("--graph", required=True)
-    rc.add_argument("--corpus", type=Path, required=True)
     rc.add_argument("--questions", type=Path, required=True)
+    rc.add_argument(
+        "--corpus", type=Path, help="2Wiki's corpus (else --questions is a manuals file)"
+    )
     s = sub.add_parser("speed")
     s.add_argument("pdfs", nargs="+", type=Path)
     s.add_argument("--rounds", type=int, default=2)
@@ -314,7 +349,7 @@ def main() -> int:
         out = recall(args.graph, args.corpus, args.questions, args.n, args.depth)
         print(json.dumps(out, indent=1))
     elif args.command == "recontext":
-        print(json.dumps(recontext(args.graph, args.corpus, args.questions), indent=1))
+        print(json.dumps(recontext(args.graph, args.questions, args.corpus), indent=1))
     elif args.command == "parsers":
         print(json.dumps(parsers(args.pdf, args.first, args.last), indent=1))
     elif args.command == "ocr":
