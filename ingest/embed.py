@@ -5,11 +5,10 @@ A chunk is embedded with its context line ("Title > Section") in front, as
 HippoRAG embeds "title\\ntext"; a chunk of a collection (a file most of whose
 sections are each about their heading) is embedded under its own heading, with the
 file's title and enclosing headings after the passage (:func:`collections`). The
-sentences that name entities (the ones a
-community report can quote) get vectors from the same model pass: with a
-mean-pooling model, the mean of the chunk's token vectors inside the sentence.
-A fact is an SVO relation rendered as text; by default its vector is composed,
-not encoded (:func:`compose_facts`).
+sentences that name entities (the ones a community report can quote) get vectors
+from the same model pass: with a mean-pooling model, the mean of the chunk's token
+vectors inside the sentence. A fact is an SVO relation rendered as text; by default
+its vector is composed, not encoded (:func:`compose_facts`).
 """
 
 from __future__ import annotations
