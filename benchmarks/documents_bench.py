@@ -173,7 +173,9 @@ def recontext(graph: str, questions: Path, corpus: Path | None = None) -> dict[s
         texts = [q["question"] for q in asked_pages]
         gold = [frozenset((q["file"], int(p)) for p in q["pages"]) for q in asked_pages]
         ks = (1, 5)
-        found = [_chunk_pages(c.meta) for c in chunks]
+        from manuals_bench import hit_pages  # a sibling script: benchmarks/ is on the path
+
+        found = [hit_pages({"meta": c.meta}) for c in chunks]
     queries = encoder.encode(texts)
     out: dict[str, Any] = {}
     for name, variant in context_variants(chunks).items():
@@ -187,13 +189,6 @@ def recontext(graph: str, questions: Path, corpus: Path | None = None) -> dict[s
                 per[k].append(recall_at(ranked, want, k))
         out[name] = {f"R@{k}": round(100 * statistics.fmean(v), 2) for k, v in per.items()}
     return out
-
-
-def _chunk_pages(meta: dict[str, Any]) -> list[tuple[str, int]]:
-    if "page" not in meta:
-        return []
-    first, last = meta.get("pages") or (meta["page"], meta["page"])
-    return [(meta["source"], p) for p in range(first, last + 1)]
 
 
 def speed(pdfs: list[Path], rounds: int) -> dict[str, Any]:
