@@ -37,8 +37,11 @@ COLLECTION_SHARE = 0.5
 def chunk_text(chunk: Chunk, collection: bool = False) -> str:
     """The text a chunk is embedded as: its context line, then its text; for a chunk
     of a ``collection``, its heading, its text, then the rest of its context line."""
-    head, tail = _context_parts(chunk, collection)
-    text = f"{head}\n{chunk.text}" if head else chunk.text
+    return _joined(*_context_parts(chunk, collection), chunk.text)
+
+
+def _joined(head: str, tail: str, text: str) -> str:
+    text = f"{head}\n{text}" if head else text
     return f"{text}\n{tail}" if tail else text
 
 
@@ -94,10 +97,10 @@ def embed_chunks(
     ids: list[str] = []
     grouped = collections(chunks)
     for c in chunks:
-        head = _context_parts(c, c.doc_id in grouped)[0]
+        head, tail = _context_parts(c, c.doc_id in grouped)
         shift = len(head) + 1 if head else 0
         own = by_chunk.get(c.id, [])
-        texts.append(chunk_text(c, c.doc_id in grouped))
+        texts.append(_joined(head, tail, c.text))
         spans.append([(s.start + shift, s.end + shift) for s in own])
         ids.extend(sentence_id(s.chunk_id, s.index) for s in own)
     vectors, span_vectors = encode(texts, spans)
