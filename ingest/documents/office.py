@@ -5,9 +5,10 @@ table of contents and deleted (tracked) text are not read. A paragraph is a head
 when its outline level or its style says so (``Heading N`` is level N, ``Title`` level
 1, and a style whose outline level is set counts, so localised style names work);
 a list paragraph (numbered, or styled ``List ...``) reads ``- item``, or ``1. item``,
-``b) item`` as Word numbers it (:mod:`.numbering`), indented two spaces a level. Pictures follow the
-paragraph they sit in; text boxes follow as paragraphs of their own. Merged table
-cells repeat their text in every column and row they cover, so columns line up.
+``b) item`` as Word numbers it (:mod:`.numbering`), indented two spaces a level.
+Pictures follow the paragraph they sit in; text boxes follow as paragraphs of their
+own. Merged table cells repeat their text in every column and row they cover, so
+columns line up.
 
 PowerPoint: one page per slide. The title comes first as a level-1 heading, then the
 other shapes from top to bottom, left to right; bulleted paragraphs read ``- item``,

@@ -8,7 +8,6 @@ indexes, BM25 postings, sorted ids, the walk and relation matrices, the name loo
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -21,16 +20,13 @@ _FTS_SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
 
 
 def version_folder(graph: Path) -> Path:
-    """The folder of ``graph``'s newest version (a folder store's)."""
-    manifest = graph / "manifest.json"
-    try:
-        data = json.loads(manifest.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(str(graph), f"not a folder graph (no readable manifest: {exc})") from None
-    latest = data.get("indexVersion")
-    folder = graph / "versions" / str(latest) if latest else None
+    """The folder of ``graph``'s published version (a folder store's)."""
+    from ..store.folder.store import SQLiteGraphStore
+
+    latest = SQLiteGraphStore(graph).current()
+    folder = graph / "versions" / latest if latest else None
     if folder is None or not folder.is_dir():
-        raise InputError(str(graph), "the manifest names no version on disk")
+        raise InputError(str(graph), "not a folder graph with a published version")
     return folder
 
 

@@ -279,8 +279,8 @@ def _chunk_titles(db: sqlite3.Connection, crows: Rows, n: int) -> tuple[list[str
             crows([r[0] for r in batch]).tolist(), batch, strict=True
         ):
             if row >= 0:
-                sections = json.loads(meta) if meta and '"subject"' in meta else {}
-                titles[row], texts[row], found[row] = subject_title(title, sections), text, True
+                chunk_meta = json.loads(meta) if meta and '"subject"' in meta else {}
+                titles[row], texts[row], found[row] = subject_title(title, chunk_meta), text, True
     if not found.all():
         raise StoreError(f"{int((~found).sum())} chunk vectors have no chunk record")
     return titles, texts

@@ -23,5 +23,5 @@ def test_every_byte_of_the_version_is_in_one_part(science_graph: Path) -> None:
 
 
 def test_a_folder_that_is_no_graph_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="not a folder graph"):
+    with pytest.raises(InputError, match="not a folder graph with a published version"):
         where_bytes(tmp_path)
