@@ -14,13 +14,13 @@ its vector is composed, not encoded (:func:`compose_facts`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kgrag.encoders.base import Encoder, normalise
 from kgrag.ids import sentence_id
-from kgrag.types import Chunk, Community, Relation, Sentence, TreeNode
+from kgrag.types import Chunk, Community, Relation, TreeNode
 
 Encode = Callable[[list[str]], np.ndarray]
 #: texts and character spans of each -> text vectors and a span matrix per text
@@ -83,14 +83,28 @@ def facts(relations: Sequence[Relation]) -> list[Relation]:
     return [r for r in relations if r.kind == "svo"]
 
 
+class Span(Protocol):
+    """A sentence of a chunk: a resolved :class:`Sentence` or an extracted one."""
+
+    @property
+    def chunk_id(self) -> str: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
 def embed_chunks(
-    encode: EncodeSpans, chunks: Sequence[Chunk], sentences: Sequence[Sentence]
+    encode: EncodeSpans, chunks: Sequence[Chunk], sentences: Sequence[Span]
 ) -> tuple[np.ndarray, tuple[list[str], np.ndarray]]:
-    """Chunk vectors, and the ids and vectors of the ``sentences`` that name an entity
-    (one model pass; each sentence read in the context of its chunk)."""
-    by_chunk: dict[str, list[Sentence]] = {}
+    """Chunk vectors, and the ids and vectors of ``sentences`` (one model pass; each
+    sentence read in the context of its chunk; an empty sentence is passed over).
+    The callers give the sentences that name an entity."""
+    by_chunk: dict[str, list[Span]] = {}
     for s in sentences:
-        if s.entity_ids and s.end > s.start:
+        if s.end > s.start:
             by_chunk.setdefault(s.chunk_id, []).append(s)
     texts: list[str] = []
     spans: list[list[tuple[int, int]]] = []

@@ -383,8 +383,10 @@ def run_extract(
     docs: Sequence[Document],
     c: Config,
     progress: Callable[[int], None] | None = None,
+    n_process: int | None = None,
 ) -> Extraction:
-    """The extract stage with its settings unpacked from ``c``."""
+    """The extract stage with its settings unpacked from ``c`` (``n_process``, when
+    given, in place of the config's: a Ray worker parses in its own process)."""
     return extract(
         chunks,
         {d.id: d.title for d in docs},
@@ -392,7 +394,7 @@ def run_extract(
         skip_labels=c.extract.skip_labels,
         concepts=c.extract.concepts,
         max_cooc_entities=c.extract.max_cooc_entities,
-        n_process=c.extract.n_process,
+        n_process=c.extract.n_process if n_process is None else n_process,
         batch_size=c.extract.batch_size,
         progress=progress,
         tables=table_rows(chunks, docs),

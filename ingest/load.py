@@ -86,33 +86,71 @@ def load_paths(paths: Sequence[str | Path], pages: PageProgress | None = None) -
     rest of a corpus. Documents whose id was already loaded are dropped (the
     first one wins), which makes re-loading a file or an overlapping path a no-op.
     """
-    documents: list[Document] = []
+    found = find_files(paths)
+    return found.result([read_file_at(path, key, pages) for path, key in found.files])
+
+
+@dataclass(slots=True)
+class FoundFiles:
+    """The files under some paths, each once with its key, and what was passed over."""
+
+    files: list[tuple[Path, str]]
+    errors: list[InputError]
+    skipped: list[str]
+    folders: list[str]
+
+    def result(self, reads: Sequence[FileRead]) -> LoadResult:
+        """The load of these files from what reading each gave (in file order)."""
+        documents: list[Document] = []
+        errors, warnings, failed = list(self.errors), [], []
+        seen_ids: set[str] = set()
+        for read in reads:
+            warnings.extend(read.warnings)
+            if read.error is not None:
+                errors.append(read.error)
+                failed.append(read.key)
+            for doc in read.documents:
+                if doc.id not in seen_ids:
+                    seen_ids.add(doc.id)
+                    documents.append(doc)
+        return LoadResult(documents, errors, list(self.skipped), warnings, self.folders, failed)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """What reading one file gave: its documents and warnings, or its error."""
+
+    key: str
+    documents: list[Document]
+    warnings: list[InputError]
+    error: InputError | None = None
+
+
+def find_files(paths: Sequence[str | Path]) -> FoundFiles:
+    """The loadable files named or found under ``paths``, in order, each once."""
     errors: list[InputError] = []
     skipped: list[str] = []
-    warnings: list[InputError] = []
-    seen_ids: set[str] = set()
-    seen_files: set[Path] = set()
-    folders = [file_key(Path(p)) for p in paths if Path(p).is_dir()]
-    failed: list[str] = []
+    seen: set[Path] = set()
+    files: list[tuple[Path, str]] = []
     for path, root in _files(paths, errors, skipped):
         real = path.resolve()
-        if real in seen_files:
-            continue
-        seen_files.add(real)
-        key = file_key(path, root)
-        try:
-            loaded = _load_file(path, warnings, pages)
-        except InputError as exc:
-            errors.append(exc)
-            failed.append(key)
-            continue
-        if path.suffix.lower() not in _COLLECTIONS:
-            loaded = [_from_file(doc, key) for doc in loaded]
-        for doc in loaded:
-            if doc.id not in seen_ids:
-                seen_ids.add(doc.id)
-                documents.append(doc)
-    return LoadResult(documents, errors, skipped, warnings, folders, failed)
+        if real not in seen:
+            seen.add(real)
+            files.append((path, file_key(path, root)))
+    folders = [file_key(Path(p)) for p in paths if Path(p).is_dir()]
+    return FoundFiles(files, errors, skipped, folders)
+
+
+def read_file_at(path: Path, key: str, pages: PageProgress | None = None) -> FileRead:
+    """Read one file (``key``: its name in the graph); a bad file gives its error."""
+    warnings: list[InputError] = []
+    try:
+        loaded = _load_file(path, warnings, pages)
+    except InputError as exc:
+        return FileRead(key, [], warnings, exc)
+    if path.suffix.lower() not in _COLLECTIONS:
+        loaded = [_from_file(doc, key) for doc in loaded]
+    return FileRead(key, loaded, warnings)
 
 
 def file_key(path: Path, root: Path | None = None) -> str:

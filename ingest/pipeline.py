@@ -12,25 +12,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgrag.config import Config
-from kgrag.encoders import Encoder, load_encoder
 from kgrag.store import GraphStore, open_store
 from kgrag.types import Chunk, Community, Document
 
 from . import embed
-from .chunk import chunk_documents
 from .commit import commit
 from .communities import build_communities
-from .embed import batched, spanned
-from .extract import run_extract
+from .embed import batched
 from .graph import graph_stats
-from .load import load_paths
+from .load import LoadResult, load_paths
+from .parse import Parser, build_encoder, local_parse
 from .progress import PageBars, Stages
 from .raptor import run_tree
 from .report import BuildReport, build_meta, fingerprint
 from .resolve import Resolution, resolve
+
+if TYPE_CHECKING:
+    from .distributed import RayOptions
 
 
 def ingest_paths(
@@ -40,24 +41,46 @@ def ingest_paths(
     *,
     progress: bool = False,
     prune: bool = False,
+    ray: RayOptions | None = None,
 ) -> BuildReport:
     """Load ``paths`` and build (or grow) the graph at ``graph_dir``: new files are
     added, changed files replace what they held, unchanged files cost nothing; with
     ``prune``, documents read from files under the folders given whose files are
-    gone are removed."""
+    gone are removed. With ``ray``, files are read and documents parsed on the
+    workers of a Ray cluster (:mod:`ingest.distributed`); the graph is the same."""
     config = config or Config()
     stages = Stages(progress)
+    if ray is not None:
+        from .distributed import ray_session
+
+        with ray_session(ray, progress) as session:
+            with stages.stage("load"):
+                loaded = session.load(paths)
+            report = _build_loaded(loaded, graph_dir, config, stages, prune, session.parse)
+            report.worker_seconds = dict(session.busy)
+            return report
     bars = PageBars(progress)
     with stages.stage("load"):
         loaded = load_paths(paths, bars)
     bars.close()
+    return _build_loaded(loaded, graph_dir, config, stages, prune, local_parse)
+
+
+def _build_loaded(
+    loaded: LoadResult,
+    graph_dir: str | Path,
+    config: Config,
+    stages: Stages,
+    prune: bool,
+    parser: Parser,
+) -> BuildReport:
     gone: list[str] = []
     if prune:
         store = open_store(graph_dir)
         if store.current():
             with store.reader() as reader:
                 gone = loaded.gone(reader.documents())
-    report = build(loaded.documents, graph_dir, config, stages=stages, delete=gone)
+    report = build(loaded.documents, graph_dir, config, stages=stages, delete=gone, parser=parser)
     report.errors, report.skipped = loaded.errors, loaded.skipped
     report.warnings, report.pruned = loaded.warnings, len(gone)
     return report
@@ -70,9 +93,12 @@ def build(
     *,
     stages: Stages | None = None,
     delete: Sequence[str] = (),
+    parser: Parser | None = None,
 ) -> BuildReport:
     """Build a new version of the graph from ``documents`` plus those already stored
-    (a stored document of the same id is replaced), less the ids in ``delete``."""
+    (a stored document of the same id is replaced), less the ids in ``delete``;
+    ``parser`` runs the per-document stages (here by default)."""
+    parser = parser or local_parse
     stages = stages or Stages(False)
     store = open_store(
         graph_dir,
@@ -88,8 +114,8 @@ def build(
         report.seconds = dict(stages.seconds)
         return report
     if report.index_version and _same_settings(current.get("config", {}), config):
-        return _incremental(store, documents, delete, config, stages, report)
-    records, vectors, meta = _run_stages(docs, config, stages, report)
+        return _incremental(store, documents, delete, config, stages, report, parser)
+    records, vectors, meta = _run_stages(docs, config, stages, report, parser)
     meta["fingerprint"] = stamp
     with stages.stage("commit"):
         report.index_version = commit(store, records, vectors, meta)
@@ -112,11 +138,18 @@ def _incremental(
     config: Config,
     stages: Stages,
     report: BuildReport,
+    parser: Parser,
 ) -> BuildReport:
     from ingest.incremental.update import apply_update
 
     result = apply_update(
-        store, config, _encoder(config), add=documents, delete=delete, stages=stages
+        store,
+        config,
+        build_encoder(config),
+        add=documents,
+        delete=delete,
+        stages=stages,
+        parser=parser,
     )
     meta = store.manifest().get("versions", {}).get(result.index_version or "", {})
     report.index_version, report.changed, report.counts = (
@@ -146,17 +179,21 @@ def _merge(
     return [merged[k] for k in sorted(merged)]
 
 
-def _encoder(config: Config) -> Encoder:
-    m = config.models
-    return load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
-
-
 def _run_stages(
-    docs: list[Document], c: Config, stages: Stages, report: BuildReport
+    docs: list[Document], c: Config, stages: Stages, report: BuildReport, parser: Parser
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Run chunk .. raptor; return the records, vectors and manifest metadata."""
-    encoder = _encoder(c)  # first, so a bad model name fails before any parsing
-    chunks, res = _parse(docs, c, encoder, stages)
+    encoder = build_encoder(c)  # first, so a bad model name fails before any parsing
+    parsed = parser(docs, c, encoder, stages, (True, True))
+    chunks = parsed.chunks
+    with stages.stage("resolve") as tick:
+        res = resolve(
+            parsed.extraction,
+            {ch.id: ch.doc_id for ch in chunks},
+            batched(encoder, tick),
+            synonym_threshold=c.resolve.synonym_threshold,
+            synonym_k=c.resolve.synonym_k,
+        )
     with stages.stage("graph", 1):
         report.graph_stats = graph_stats(
             res.entities, chunks, res.mentions, res.relations, res.synonyms
@@ -165,11 +202,10 @@ def _run_stages(
         communities = _communities(res, chunks, c)
     names = {e.id: e.name for e in res.entities}
     facts = embed.facts(res.relations)
-    with stages.stage("embed", len(chunks) + len(facts) + len(communities)) as tick:
+    with stages.stage("embed", len(facts) + len(communities)) as tick:
         encode = batched(encoder, tick)
-        chunk_vecs, sentence_vecs = embed.embed_chunks(
-            spanned(encoder, tick), chunks, res.sentences
-        )
+        chunk_vecs = parsed.chunk_vectors
+        sentence_vecs = parsed.sentence_vectors(res.sentences)
         entity_vectors = ([e.id for e in res.entities], res.entity_vectors)
         quiet = batched(encoder, lambda _n: None)  # the bar counts facts, not predicates
         fact_vecs = embed.fact_vectors(
@@ -203,28 +239,6 @@ def _run_stages(
     report.communities_per_level = dict(sorted(Counter(m.level for m in communities).items()))
     report.tree_nodes_per_level = dict(sorted(Counter(t.level for t in tree).items()))
     return records, vectors, build_meta(c, encoder, report)
-
-
-def _parse(
-    docs: list[Document], c: Config, encoder: Encoder, stages: Stages
-) -> tuple[list[Chunk], Resolution]:
-    """Chunk, extract and resolve: documents to entity-level records."""
-    with stages.stage("chunk", len(docs)) as tick:
-        chunks = chunk_documents(
-            docs, max_tokens=c.chunk.max_tokens, overlap_tokens=c.chunk.overlap_tokens
-        )
-        tick(len(docs))
-    with stages.stage("extract", len(chunks)) as tick:
-        ex = run_extract(chunks, docs, c, progress=tick)
-    with stages.stage("resolve") as tick:
-        res = resolve(
-            ex,
-            {ch.id: ch.doc_id for ch in chunks},
-            batched(encoder, tick),
-            synonym_threshold=c.resolve.synonym_threshold,
-            synonym_k=c.resolve.synonym_k,
-        )
-    return chunks, res
 
 
 def _communities(res: Resolution, chunks: Sequence[Chunk], c: Config) -> list[Community]:

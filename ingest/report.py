@@ -34,6 +34,8 @@ class BuildReport:
     skipped: list[str] = field(default_factory=list)
     warnings: list[InputError] = field(default_factory=list)
     pruned: int = 0
+    #: seconds each Ray parse worker spent on its batches (an ingest with ``--ray``)
+    worker_seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """A human-readable end-of-ingest summary."""
@@ -52,6 +54,9 @@ class BuildReport:
         if self.seconds:
             per = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
             lines.append(f"seconds      {per} (total {sum(self.seconds.values()):.1f}s)")
+        if self.worker_seconds:
+            busy = sum(self.worker_seconds.values())
+            lines.append(f"ray          {len(self.worker_seconds)} parse workers, {busy:.1f}s busy")
         if self.skipped:
             lines.append(f"skipped      {len(self.skipped)} file(s) of unsupported type")
         if self.pruned:

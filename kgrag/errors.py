@@ -59,12 +59,21 @@ class InputError(KgragError):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
+        return (type(self), (self.path, self.reason))  # read on one process, reported on another
+
 
 class StoreError(KgragError):
     code = -32603
 
 
 class ModelError(KgragError):
+    code = -32603
+
+
+class ClusterError(KgragError):
+    """A Ray cluster that cannot be reached, or work on it that failed past its retries."""
+
     code = -32603
 
 

@@ -15,12 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest import embed
-from ingest.chunk import make_chunks
 from ingest.commit import commit_with
-from ingest.embed import batched, spanned
-from ingest.extract import run_extract
+from ingest.embed import batched
 from ingest.incremental.merge import Snapshot, merge, prune
+from ingest.parse import Flags, Parser, local_parse
 from ingest.progress import Stages
 from ingest.report import BuildReport, build_meta, fingerprint
 from ingest.resolve import resolve
@@ -88,12 +86,14 @@ def apply_update(
     split: bool = True,
     contextual: bool = True,
     stages: Stages | None = None,
+    parser: Parser | None = None,
 ) -> UpdateResult:
     """Upsert ``add`` and remove the documents ``delete`` names; publish one version.
 
     The graph must have a published version (build the first one with
     :func:`ingest.build`). Re-adding a stored document unchanged and deleting
-    an absent id are no-ops.
+    an absent id are no-ops. ``parser`` runs the per-document stages (in this
+    process by default; :mod:`ingest.distributed` spreads them over Ray workers).
     """
     stages = stages or Stages(False)
     ids = [d.id for d in add]
@@ -112,8 +112,9 @@ def apply_update(
         docs = sorted(
             [d for d in stored.values() if d.id not in removed] + new_docs, key=lambda d: d.id
         )
+        parse = parser or local_parse
         records, vectors, meta = _grow(
-            kept, docs, new_docs, config, encoder, (split, contextual), stages
+            kept, docs, new_docs, config, encoder, (split, contextual), stages, parse
         )
         with stages.stage("commit"):
             version = commit_with(writer, records, vectors, meta)
@@ -137,31 +138,25 @@ def _grow(
     new_docs: Sequence[Document],
     c: Config,
     encoder: Encoder,
-    flags: tuple[bool, bool],
+    flags: Flags,
     stages: Stages,
+    parser: Parser,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Parse the new documents and merge them into ``kept``; records, vectors, meta."""
-    with stages.stage("chunk"):
-        chunks = make_chunks(
-            new_docs,
-            max_tokens=c.chunk.max_tokens,
-            overlap_tokens=c.chunk.overlap_tokens,
-            split=flags[0],
-            contextual=flags[1],
-        )
+    parsed = parser(new_docs, c, encoder, stages, flags)
+    chunks = parsed.chunks
     encode = batched(encoder, lambda _n: None)
-    with stages.stage("extract"):
-        ex = run_extract(chunks, new_docs, c)
     with stages.stage("resolve"):
         res = resolve(
-            ex,
+            parsed.extraction,
             {ch.id: ch.doc_id for ch in chunks},
             encode,
             synonym_threshold=c.resolve.synonym_threshold,
             synonym_k=c.resolve.synonym_k,
         )
-        encode_spans = spanned(encoder, lambda _n: None)
-        chunk_vecs = embed.embed_chunks(encode_spans, chunks, res.sentences) if chunks else None
+        chunk_vecs = (
+            (parsed.chunk_vectors, parsed.sentence_vectors(res.sentences)) if chunks else None
+        )
     with stages.stage("repair"):
         records, vectors = merge(kept, chunks, chunk_vecs, res, encode, c, encoder.token_counts)
     records["documents"] = docs

@@ -57,6 +57,19 @@ def _add_ingest(sub: Any) -> None:
     )
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
+    ing.add_argument(
+        "--ray",
+        metavar="auto|local|ADDRESS",
+        help="read and parse on a Ray cluster's workers (needs the ray extra): auto joins "
+        "the cluster this machine runs or starts one here, local starts one here, "
+        "ADDRESS (HOST:PORT or ray://HOST:PORT) joins that one",
+    )
+    ing.add_argument(
+        "--ray-workers",
+        type=int,
+        metavar="N",
+        help="parse actors on the cluster (default: one per CPU)",
+    )
 
 
 def _add_query(sub: Any) -> None:
@@ -134,7 +147,15 @@ def _ingest(args: argparse.Namespace) -> int:
     from kgrag.engine import ingest
 
     config = load_config(args.config)
-    report = ingest(args.paths, args.graph, config, progress=not args.quiet, prune=args.prune)
+    report = ingest(
+        args.paths,
+        args.graph,
+        config,
+        progress=not args.quiet,
+        prune=args.prune,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
+    )
     for warning in report.warnings:
         print(f"kgrag: warning: {warning.path}: {warning.reason}", file=sys.stderr)
     for err in report.errors:

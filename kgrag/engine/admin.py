@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgrag.config import Config
+from kgrag.errors import InvalidParams
 
 if TYPE_CHECKING:
     from ingest import BuildReport
@@ -26,13 +27,24 @@ def ingest(
     *,
     progress: bool = False,
     prune: bool = False,
+    ray: str | None = None,
+    ray_workers: int | None = None,
 ) -> BuildReport:
     """Load ``paths`` (files or folders) and build or extend the graph at ``graph``,
     publishing one new version; the report names every file that failed. ``prune``
-    removes the documents of files gone from the folders given."""
+    removes the documents of files gone from the folders given. ``ray`` ("auto",
+    "local" or a cluster's address) reads and parses on a Ray cluster's workers,
+    ``ray_workers`` of them (default one per CPU; :mod:`ingest.distributed`)."""
     from ingest import ingest_paths
 
-    return ingest_paths(paths, graph, config, progress=progress, prune=prune)
+    options = None
+    if ray is not None or ray_workers is not None:
+        from ingest.distributed import RayOptions
+
+        if ray_workers is not None and ray_workers < 1:
+            raise InvalidParams("ray_workers must be at least 1", field="ray_workers")
+        options = RayOptions(address=ray or "auto", workers=ray_workers)
+    return ingest_paths(paths, graph, config, progress=progress, prune=prune, ray=options)
 
 
 def load_documents(paths: Sequence[str | Path]) -> LoadResult:

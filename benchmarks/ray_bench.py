@@ -1,0 +1,97 @@
+"""Ingest through Ray against the single-process ingest of the same corpus, one run.
+
+    python benchmarks/ray_bench.py --corpus SLICE [--workers 2] [--out ray.json]
+
+Builds the corpus twice into temporary folders: in this process, then with ``--ray
+local`` on a Ray cluster started here with ``--workers`` CPUs (one parse actor per
+CPU; the cluster's start is timed as part of the Ray build). Prints the two builds'
+seconds by stage and their ratio, checks that they hold the same records, and measures
+each parse worker's throughput (passages per second of its own busy time). From those
+it projects the time for 10^7 passages on 8, 32 and 128 workers: the per-document
+stages divided among the workers, plus the global stages on the driver scaled in
+proportion to the corpus (a floor: synonym search and community detection grow faster
+than the corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+#: the stages the driver runs whatever the number of workers
+GLOBAL = ("resolve", "graph", "communities", "embed", "raptor", "commit")
+PROJECT = (8, 32, 128)
+TARGET = 10_000_000
+
+
+def _counts(graph: Path) -> dict[str, int]:
+    from kgrag.store import open_store
+
+    version = open_store(graph).current()
+    db = sqlite3.connect(graph / "versions" / str(version) / "graph.sqlite")
+    tables = ("chunks", "entities", "relations", "communities", "tree_nodes", "vector_ids")
+    try:
+        return {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+    finally:
+        db.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True, help="a corpus file or folder kgrag ingest reads")
+    ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray cluster")
+    ap.add_argument("--docs-per-batch", type=int, default=64)
+    ap.add_argument("--out", help="write the figures as JSON here")
+    args = ap.parse_args()
+
+    from ingest import ingest_paths
+    from ingest.distributed import RayOptions
+
+    tmp = Path(tempfile.mkdtemp(prefix="kgrag-ray-bench-"))
+    start = time.perf_counter()
+    single = ingest_paths([args.corpus], tmp / "single")
+    single_s = time.perf_counter() - start
+
+    options = RayOptions(address="local", workers=args.workers, docs_per_batch=args.docs_per_batch)
+    start = time.perf_counter()
+    spread = ingest_paths([args.corpus], tmp / "ray", ray=options)
+    ray_s = time.perf_counter() - start
+
+    same = _counts(tmp / "single") == _counts(tmp / "ray")
+    passages = single.counts.get("documents", 0)
+    busy = spread.worker_seconds
+    per_worker = {w: passages / len(busy) / s for w, s in busy.items()} if busy else {}
+    throughput = passages / sum(busy.values()) if busy else 0.0  # per worker-second
+    global_s = sum(spread.seconds.get(s, 0.0) for s in GLOBAL)
+    projection = {str(w): TARGET / (w * throughput) + global_s * TARGET / passages for w in PROJECT}
+    figures = {
+        "passages": passages,
+        "single_seconds": single_s,
+        "ray_seconds": ray_s,
+        "ratio": ray_s / single_s,
+        "single_stages": single.seconds,
+        "ray_stages": spread.seconds,
+        "same_counts": same,
+        "workers": len(busy),
+        "worker_busy_seconds": busy,
+        "passages_per_worker_second": throughput,
+        "per_worker_approx": per_worker,
+        "driver_global_seconds": global_s,
+        "projected_hours_1e7": {w: s / 3600 for w, s in projection.items()},
+    }
+    print(json.dumps(figures, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=2))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Ingest on a Ray cluster: files are read and documents parsed on its workers.
+
+``kgrag ingest PATH... --graph G --ray auto|ADDRESS`` runs the per-document stages
+as Ray Data ``map_batches``: reading files as tasks, then chunk, extract and the
+encoder's chunk pass (:mod:`ingest.parse`) over a pool of actors, each of which loads
+spaCy and the encoder once. The global stages (resolve, communities, RAPTOR,
+commit) run here, on the driver, over the gathered results. Documents are cut into
+batches in id order and the batches joined in that order, so the graph is the one
+one process builds: the same ids, entities, relations and communities, and vectors
+within float tolerance (an encoder batch pads its texts to different lengths).
+
+Files are read by path on the workers, so every node must see them at the same path
+as the driver (one machine, or a shared filesystem). A parse worker that dies is
+restarted and its batch run again, and a read task retried (Ray Data's defaults); an
+error raised by the work itself, or a failure past the retries, raises before
+anything is committed, so the version that was serving keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgrag.config import Config
+from kgrag.encoders import Encoder
+from kgrag.errors import ClusterError, Unsupported
+from kgrag.types import Document
+
+from .load import LoadResult, find_files, read_file_at
+from .parse import Flags, Parsed, build_encoder, parse_documents
+from .progress import Stages
+
+
+@dataclass(frozen=True, slots=True)
+class RayOptions:
+    """Where and how wide to run: ``address`` "auto" (the cluster this machine runs,
+    else a new one here), "local" (a new one here) or a cluster's address."""
+
+    address: str = "auto"
+    #: parse actors; None: as many as the cluster has CPUs for
+    workers: int | None = None
+    cpus_per_worker: float = 1.0
+    #: documents per parse batch (a batch is the unit a dead worker's retry redoes)
+    docs_per_batch: int = 64
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise Unsupported(
+            "--ray needs Ray: pip install 'kgrag[ray]' (or ray[data]) on this machine "
+            "and on the cluster's nodes"
+        ) from None
+    return ray
+
+
+@contextmanager
+def ray_session(options: RayOptions, progress: bool = False) -> Iterator[RaySession]:
+    """A session on the cluster ``options`` names; a connection this opened is closed
+    after. A process already connected to Ray uses that connection."""
+    ray = _import_ray()
+    if not progress:
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    opened = False
+    if not ray.is_initialized():
+        _connect(ray, options, progress)
+        opened = True
+    try:
+        yield RaySession(ray, options, progress)
+    finally:
+        if opened:
+            ray.shutdown()
+
+
+def _connect(ray: Any, options: RayOptions, progress: bool) -> None:
+    quiet: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": progress,
+        "logging_level": logging.WARNING,
+    }
+    address = options.address
+    try:
+        if address == "local":
+            ray.init(**quiet)
+        elif address == "auto":
+            try:
+                ray.init(address="auto", **quiet)
+            except ConnectionError:
+                ray.init(**quiet)
+        else:
+            _reachable(address)
+            ray.init(address=address, **quiet)
+    except ClusterError:
+        raise
+    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+        ray.shutdown()
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address!r}: {_first_line(exc)}", address=address
+        ) from None
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """Raise a :class:`ClusterError` unless something listens at ``address``
+    ("host:port" or "ray://host:port"): Ray itself retries an address that does not
+    answer for minutes."""
+    where = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ClusterError(
+            f"--ray {address!r}: expected auto, local, HOST:PORT or ray://HOST:PORT",
+            address=address,
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address!r}: {reason.lower()}", address=address
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class RaySession:
+    """Reads files and parses documents on the cluster's workers."""
+
+    def __init__(self, ray: Any, options: RayOptions, progress: bool) -> None:
+        self.ray = ray
+        self.options = options
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = progress
+        context.execution_options.preserve_order = True
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        self.workers = options.workers or max(1, int(cpus // options.cpus_per_worker))
+        #: seconds each parse worker spent on batches (its model loads left out)
+        self.busy: dict[str, float] = {}
+
+    def load(self, paths: Sequence[str | Path]) -> LoadResult:
+        """:func:`ingest.load.load_paths`, each file read on a worker."""
+        found = find_files(paths)
+        if not found.files:
+            return found.result([])
+        items = [{"path": str(p), "key": k} for p, k in found.files]
+        ds = self.ray.data.from_items(items, override_num_blocks=min(len(items), 4 * self.workers))
+        reads = ds.map_batches(
+            _read_files,
+            fn_kwargs={"cwd": os.getcwd()},
+            batch_size=16,
+            batch_format="pandas",
+        )
+        rows = self._gather(reads, "reading files")
+        return found.result([pickle.loads(r["read"]) for r in rows])
+
+    def parse(
+        self, docs: Sequence[Document], c: Config, encoder: Encoder, stages: Stages, flags: Flags
+    ) -> Parsed:
+        """:func:`ingest.parse.parse_documents` over ``docs``, a batch per actor call."""
+        size = self.options.docs_per_batch
+        batches = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
+        if not batches:
+            return parse_documents([], c, encoder, flags=flags)
+        items = [{"index": i, "docs": pickle.dumps(b)} for i, b in enumerate(batches)]
+        ds = self.ray.data.from_items(items, override_num_blocks=len(items))
+        parsed = ds.map_batches(
+            ParseWorker,
+            fn_constructor_kwargs={
+                "config": c.model_dump_json(),
+                "flags": flags,
+                "threads": max(1, int(self.options.cpus_per_worker)),
+            },
+            batch_size=1,
+            batch_format="pandas",
+            compute=self.ray.data.ActorPoolStrategy(size=min(self.workers, len(items))),
+            num_cpus=self.options.cpus_per_worker,
+        )
+        with stages.stage("parse", len(docs)) as tick:
+            parts: dict[int, Parsed] = {}
+            for row in self._gather(parsed, "parsing documents"):
+                parts[int(row["index"])] = pickle.loads(row["parsed"])
+                tick(len(batches[int(row["index"])]))
+                name = str(row["worker"])
+                self.busy[name] = self.busy.get(name, 0.0) + float(row["seconds"])
+        return Parsed.join([parts[i] for i in range(len(batches))], encoder.dim)
+
+    def _gather(self, ds: Any, doing: str) -> list[dict[str, Any]]:
+        try:
+            return list(ds.iter_rows())
+        except Exception as exc:
+            raise ClusterError(f"Ray failed while {doing}: {_first_line(exc)}") from None
+
+
+def _read_files(batch: Any, cwd: str) -> Any:
+    """Read a batch of files (a Ray Data task): their :class:`FileRead` s, pickled."""
+    import pandas as pd
+
+    os.chdir(cwd)  # paths are as the driver was given them
+    pairs = zip(batch["path"], batch["key"], strict=True)
+    reads = [pickle.dumps(read_file_at(Path(p), k)) for p, k in pairs]
+    return pd.DataFrame({"read": reads})
+
+
+class ParseWorker:
+    """A Ray Data actor: spaCy and the encoder loaded once, then a batch of documents
+    per call, parsed and encoded (:func:`ingest.parse.parse_documents`)."""
+
+    def __init__(self, config: str, flags: Flags, threads: int) -> None:
+        import torch
+
+        from kgrag.text.nlp import load_spacy
+
+        torch.set_num_threads(threads)
+        self.config = Config.model_validate_json(config)
+        self.flags: Flags = (bool(flags[0]), bool(flags[1]))
+        self.encoder = build_encoder(self.config)
+        load_spacy(self.config.models.spacy)
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, batch: Any) -> Any:
+        import pandas as pd
+
+        out, seconds = [], []
+        for blob in batch["docs"]:
+            start = time.perf_counter()
+            docs = pickle.loads(blob)
+            parsed = parse_documents(docs, self.config, self.encoder, flags=self.flags, n_process=1)
+            out.append(pickle.dumps(parsed))
+            seconds.append(time.perf_counter() - start)
+        return pd.DataFrame(
+            {
+                "index": np.asarray(batch["index"]),
+                "parsed": out,
+                "seconds": seconds,
+                "worker": [self.name] * len(out),
+            }
+        )
