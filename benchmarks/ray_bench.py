@@ -8,8 +8,9 @@ CPU; the cluster's start is timed as part of the Ray build). Prints the two buil
 seconds by stage and their ratio, checks that they hold the same records, and measures
 each parse worker's throughput (passages per second of its own busy time). From those
 it projects the time for 10^7 passages on 8, 32 and 128 workers: the per-document
-stages divided among the workers, plus the global stages on the driver scaled in
-proportion to the corpus (a floor: synonym search and community detection grow faster
+stages and the global stages' encoding divided among the workers, plus what the driver
+does alone (synonym search, community detection, RAPTOR's clustering, the commit)
+scaled in proportion to the corpus (a floor: the search and the clustering grow faster
 than the corpus).
 """
 
@@ -48,7 +49,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, help="a corpus file or folder kgrag ingest reads")
     ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray cluster")
-    ap.add_argument("--docs-per-batch", type=int, default=64)
+    ap.add_argument("--docs-per-batch", type=int, help="default: shared evenly among workers")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
 
@@ -71,7 +72,13 @@ def main() -> int:
     per_worker = {w: passages / len(busy) / s for w, s in busy.items()} if busy else {}
     throughput = passages / sum(busy.values()) if busy else 0.0  # per worker-second
     global_s = sum(spread.seconds.get(s, 0.0) for s in GLOBAL)
-    projection = {str(w): TARGET / (w * throughput) + global_s * TARGET / passages for w in PROJECT}
+    # the global stages' encoding ran on the workers, the rest on the driver alone
+    encode_work = spread.encode_seconds * len(busy)  # worker-seconds
+    driver_s = global_s - spread.encode_seconds
+    scale = TARGET / passages
+    projection = {
+        str(w): TARGET / (w * throughput) + (encode_work / w + driver_s) * scale for w in PROJECT
+    }
     figures = {
         "passages": passages,
         "single_seconds": single_s,
@@ -85,6 +92,8 @@ def main() -> int:
         "passages_per_worker_second": throughput,
         "per_worker_approx": per_worker,
         "driver_global_seconds": global_s,
+        "global_encode_seconds_on_workers": spread.encode_seconds,
+        "driver_only_seconds": driver_s,
         "projected_hours_1e7": {w: s / 3600 for w, s in projection.items()},
     }
     print(json.dumps(figures, indent=2))

@@ -23,7 +23,7 @@ import os
 import pickle
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,11 @@ from .load import LoadResult, find_files, read_file_at
 from .parse import Flags, Parsed, build_encoder, parse_documents
 from .progress import Stages
 
+#: the most documents one parse call takes: a worker sorts a batch's chunks by length
+#: before encoding, so that little of each encoder batch is padding, and a small batch
+#: pads more (64 documents a call took twice the encoder time of 300 on 2Wiki)
+MAX_BATCH = 1024
+
 
 @dataclass(frozen=True, slots=True)
 class RayOptions:
@@ -50,8 +55,9 @@ class RayOptions:
     #: parse actors; None: as many as the cluster has CPUs for
     workers: int | None = None
     cpus_per_worker: float = 1.0
-    #: documents per parse batch (a batch is the unit a dead worker's retry redoes)
-    docs_per_batch: int = 64
+    #: documents per parse batch (the unit a dead worker's retry redoes); None: the
+    #: documents shared evenly among the workers, at most :data:`MAX_BATCH` a batch
+    docs_per_batch: int | None = None
 
 
 def _import_ray() -> Any:
@@ -78,9 +84,11 @@ def ray_session(options: RayOptions, progress: bool = False) -> Iterator[RaySess
     if not ray.is_initialized():
         _connect(ray, options, progress)
         opened = True
+    session = RaySession(ray, options, progress)
     try:
-        yield RaySession(ray, options, progress)
+        yield session
     finally:
+        session.close()
         if opened:
             ray.shutdown()
 
@@ -150,12 +158,16 @@ class RaySession:
         self.workers = options.workers or max(1, int(cpus // options.cpus_per_worker))
         #: seconds each parse worker spent on batches (its model loads left out)
         self.busy: dict[str, float] = {}
+        self.actors: list[Any] = []  # encode actors, while the global stages run
+        #: wall seconds the global stages waited on the encode actors
+        self.encode_seconds = 0.0
 
     def load(self, paths: Sequence[str | Path]) -> LoadResult:
-        """:func:`ingest.load.load_paths`, each file read on a worker."""
+        """:func:`ingest.load.load_paths`, each file read on a worker (fewer files than
+        two a worker are read here: starting the tasks would cost more)."""
         found = find_files(paths)
-        if not found.files:
-            return found.result([])
+        if len(found.files) < 2 * self.workers:
+            return found.result([read_file_at(path, key) for path, key in found.files])
         items = [{"path": str(p), "key": k} for p, k in found.files]
         ds = self.ray.data.from_items(items, override_num_blocks=min(len(items), 4 * self.workers))
         reads = ds.map_batches(
@@ -171,7 +183,7 @@ class RaySession:
         self, docs: Sequence[Document], c: Config, encoder: Encoder, stages: Stages, flags: Flags
     ) -> Parsed:
         """:func:`ingest.parse.parse_documents` over ``docs``, a batch per actor call."""
-        size = self.options.docs_per_batch
+        size = self.options.docs_per_batch or min(MAX_BATCH, -(-len(docs) // self.workers))
         batches = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
         if not batches:
             return parse_documents([], c, encoder, flags=flags)
@@ -186,10 +198,13 @@ class RaySession:
             },
             batch_size=1,
             batch_format="pandas",
-            compute=self.ray.data.ActorPoolStrategy(size=min(self.workers, len(items))),
+            compute=self.ray.data.ActorPoolStrategy(
+                size=min(self.workers, len(items)), max_tasks_in_flight_per_actor=1
+            ),
             num_cpus=self.options.cpus_per_worker,
         )
         with stages.stage("parse", len(docs)) as tick:
+            self._encode_actors(c)  # their model loads overlap the parse
             parts: dict[int, Parsed] = {}
             for row in self._gather(parsed, "parsing documents"):
                 parts[int(row["index"])] = pickle.loads(row["parsed"])
@@ -197,6 +212,33 @@ class RaySession:
                 name = str(row["worker"])
                 self.busy[name] = self.busy.get(name, 0.0) + float(row["seconds"])
         return Parsed.join([parts[i] for i in range(len(batches))], encoder.dim)
+
+    def encoder(self, local: Encoder, c: Config) -> Encoder:
+        """An encoder whose calls are spread over encode actors on the cluster (for the
+        global stages' texts: entity names, facts' predicates, reports, tree nodes);
+        ``local`` answers what needs no model pass. The actors start at its first call
+        and stop when a parse needs their CPUs, or at the session's end."""
+        return PoolEncoder(lambda: self._encode_actors(c), local, self.workers, self)
+
+    def _encode_actors(self, c: Config) -> list[Any]:
+        """The encode actors, started on first use. They reserve no CPU, so they load
+        their model while the parse actors work (the global stages they serve come
+        after the parse); the scheduler spreads them over the nodes."""
+        if not self.actors:
+            remote = self.ray.remote(num_cpus=0)(EncodeWorker)
+            self.actors = [
+                remote.options(
+                    max_restarts=-1, max_task_retries=-1, scheduling_strategy="SPREAD"
+                ).remote(c.model_dump_json(), max(1, int(self.options.cpus_per_worker)))
+                for _ in range(self.workers)
+            ]
+        return self.actors
+
+    def close(self) -> None:
+        """Let the encode actors go."""
+        for actor in self.actors:
+            self.ray.kill(actor)
+        self.actors = []
 
     def _gather(self, ds: Any, doing: str) -> list[dict[str, Any]]:
         try:
@@ -249,3 +291,65 @@ class ParseWorker:
                 "worker": [self.name] * len(out),
             }
         )
+
+
+class EncodeWorker:
+    """A Ray actor holding the encoder: texts (and spans) in, vectors out."""
+
+    def __init__(self, config: str, threads: int) -> None:
+        import torch
+
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # ONNX Runtime's threads too
+        torch.set_num_threads(threads)
+        self.encoder = build_encoder(Config.model_validate_json(config))
+
+    def encode_spans(
+        self, texts: list[str], spans: list[list[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.encoder.encode_spans(texts, spans)
+
+
+class PoolEncoder(Encoder):
+    """An :class:`Encoder` whose calls are cut into one piece per actor of a pool and
+    run at once; token counts come from the ``local`` encoder's tokenizer."""
+
+    #: texts per piece an actor encodes in one call
+    PIECE = 256
+
+    def __init__(
+        self, actors: Callable[[], list[Any]], local: Encoder, workers: int, session: RaySession
+    ) -> None:
+        self.ray = session.ray
+        self.session = session
+        self.actors = actors
+        self.local = local
+        self.model_id, self.dim = local.model_id, local.dim
+        self.texts_per_call = self.PIECE * workers
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode_spans(texts, [[] for _ in texts])[0]
+
+    def encode_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32), []
+        start = time.perf_counter()
+        actors = self.actors()
+        size = -(-len(texts) // len(actors))
+        futures = [
+            actor.encode_spans.remote(
+                list(texts[i : i + size]), [list(s) for s in spans[i : i + size]]
+            )
+            for actor, i in zip(actors, range(0, len(texts), size), strict=False)
+        ]
+        try:
+            parts = self.ray.get(futures)
+        except Exception as exc:
+            raise ClusterError(f"Ray failed while encoding: {_first_line(exc)}") from None
+        vectors = np.concatenate([p[0] for p in parts]).astype(np.float32, copy=False)
+        self.session.encode_seconds += time.perf_counter() - start
+        return vectors, [m for p in parts for m in p[1]]
+
+    def token_counts(self, texts: Sequence[str]) -> np.ndarray:
+        return self.local.token_counts(texts)

@@ -225,8 +225,9 @@ def spanned(encoder: Encoder, update: Any) -> EncodeSpans:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.zeros((len(texts), encoder.dim), np.float32)
         span_out: list[np.ndarray] = [np.zeros((0, encoder.dim), np.float32)] * len(texts)
-        for i in range(0, len(order), _ENCODE_BATCH):
-            rows = order[i : i + _ENCODE_BATCH]
+        step = getattr(encoder, "texts_per_call", _ENCODE_BATCH)  # a pool takes more
+        for i in range(0, len(order), step):
+            rows = order[i : i + step]
             vecs, span_vecs = encoder.encode_spans(
                 [texts[r] for r in rows], [spans[r] for r in rows]
             )

@@ -14,8 +14,9 @@ names something; resolution decides which of those name an entity
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -109,13 +110,31 @@ def parse_documents(
     return Parsed(chunks, ex, vectors.astype(np.float32, copy=False), ids, matrix)
 
 
-#: runs the per-document stages over some documents: (docs, config, encoder, stages,
-#: flags) -> their chunks, extraction and chunk-pass vectors
-Parser = Callable[[Sequence[Document], Config, Encoder, Stages, Flags], Parsed]
+class Runner(Protocol):
+    """Where a build's work runs: the per-document stages, and the encoder the global
+    stages use (this process: :data:`LOCAL`; a Ray cluster: :mod:`ingest.distributed`)."""
+
+    def parse(
+        self, docs: Sequence[Document], c: Config, encoder: Encoder, stages: Stages, flags: Flags
+    ) -> Parsed:
+        """The per-document stages over ``docs``."""
+        ...
+
+    def encoder(self, local: Encoder, c: Config) -> Encoder:
+        """The encoder for the global stages' texts, given this process's ``local`` one."""
+        ...
 
 
-def local_parse(
-    docs: Sequence[Document], c: Config, encoder: Encoder, stages: Stages, flags: Flags
-) -> Parsed:
-    """The per-document stages in this process."""
-    return parse_documents(docs, c, encoder, flags=flags, stages=stages)
+class _Here:
+    """Everything in this process."""
+
+    def parse(
+        self, docs: Sequence[Document], c: Config, encoder: Encoder, stages: Stages, flags: Flags
+    ) -> Parsed:
+        return parse_documents(docs, c, encoder, flags=flags, stages=stages)
+
+    def encoder(self, local: Encoder, c: Config) -> Encoder:
+        return local
+
+
+LOCAL: Runner = _Here()

@@ -24,7 +24,7 @@ from .communities import build_communities
 from .embed import batched
 from .graph import graph_stats
 from .load import LoadResult, load_paths
-from .parse import Parser, build_encoder, local_parse
+from .parse import LOCAL, Runner, build_encoder
 from .progress import PageBars, Stages
 from .raptor import run_tree
 from .report import BuildReport, build_meta, fingerprint
@@ -56,14 +56,15 @@ def ingest_paths(
         with ray_session(ray, progress) as session:
             with stages.stage("load"):
                 loaded = session.load(paths)
-            report = _build_loaded(loaded, graph_dir, config, stages, prune, session.parse)
+            report = _build_loaded(loaded, graph_dir, config, stages, prune, session)
             report.worker_seconds = dict(session.busy)
+            report.encode_seconds = session.encode_seconds
             return report
     bars = PageBars(progress)
     with stages.stage("load"):
         loaded = load_paths(paths, bars)
     bars.close()
-    return _build_loaded(loaded, graph_dir, config, stages, prune, local_parse)
+    return _build_loaded(loaded, graph_dir, config, stages, prune, LOCAL)
 
 
 def _build_loaded(
@@ -72,7 +73,7 @@ def _build_loaded(
     config: Config,
     stages: Stages,
     prune: bool,
-    parser: Parser,
+    runner: Runner,
 ) -> BuildReport:
     gone: list[str] = []
     if prune:
@@ -80,7 +81,7 @@ def _build_loaded(
         if store.current():
             with store.reader() as reader:
                 gone = loaded.gone(reader.documents())
-    report = build(loaded.documents, graph_dir, config, stages=stages, delete=gone, parser=parser)
+    report = build(loaded.documents, graph_dir, config, stages=stages, delete=gone, runner=runner)
     report.errors, report.skipped = loaded.errors, loaded.skipped
     report.warnings, report.pruned = loaded.warnings, len(gone)
     return report
@@ -93,12 +94,11 @@ def build(
     *,
     stages: Stages | None = None,
     delete: Sequence[str] = (),
-    parser: Parser | None = None,
+    runner: Runner = LOCAL,
 ) -> BuildReport:
     """Build a new version of the graph from ``documents`` plus those already stored
     (a stored document of the same id is replaced), less the ids in ``delete``;
-    ``parser`` runs the per-document stages (here by default)."""
-    parser = parser or local_parse
+    ``runner`` says where the work runs (here by default)."""
     stages = stages or Stages(False)
     store = open_store(
         graph_dir,
@@ -114,8 +114,8 @@ def build(
         report.seconds = dict(stages.seconds)
         return report
     if report.index_version and _same_settings(current.get("config", {}), config):
-        return _incremental(store, documents, delete, config, stages, report, parser)
-    records, vectors, meta = _run_stages(docs, config, stages, report, parser)
+        return _incremental(store, documents, delete, config, stages, report, runner)
+    records, vectors, meta = _run_stages(docs, config, stages, report, runner)
     meta["fingerprint"] = stamp
     with stages.stage("commit"):
         report.index_version = commit(store, records, vectors, meta)
@@ -138,18 +138,18 @@ def _incremental(
     config: Config,
     stages: Stages,
     report: BuildReport,
-    parser: Parser,
+    runner: Runner,
 ) -> BuildReport:
     from ingest.incremental.update import apply_update
 
     result = apply_update(
         store,
         config,
-        build_encoder(config),
+        runner.encoder(build_encoder(config), config),
         add=documents,
         delete=delete,
         stages=stages,
-        parser=parser,
+        runner=runner,
     )
     meta = store.manifest().get("versions", {}).get(result.index_version or "", {})
     report.index_version, report.changed, report.counts = (
@@ -180,11 +180,12 @@ def _merge(
 
 
 def _run_stages(
-    docs: list[Document], c: Config, stages: Stages, report: BuildReport, parser: Parser
+    docs: list[Document], c: Config, stages: Stages, report: BuildReport, runner: Runner
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Run chunk .. raptor; return the records, vectors and manifest metadata."""
     encoder = build_encoder(c)  # first, so a bad model name fails before any parsing
-    parsed = parser(docs, c, encoder, stages, (True, True))
+    parsed = runner.parse(docs, c, encoder, stages, (True, True))
+    encoder = runner.encoder(encoder, c)
     chunks = parsed.chunks
     with stages.stage("resolve") as tick:
         res = resolve(

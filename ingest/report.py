@@ -36,6 +36,8 @@ class BuildReport:
     pruned: int = 0
     #: seconds each Ray parse worker spent on its batches (an ingest with ``--ray``)
     worker_seconds: dict[str, float] = field(default_factory=dict)
+    #: seconds the global stages waited on the cluster's encode actors (with ``--ray``)
+    encode_seconds: float = 0.0
 
     def summary(self) -> str:
         """A human-readable end-of-ingest summary."""

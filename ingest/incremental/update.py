@@ -18,7 +18,7 @@ from typing import Any
 from ingest.commit import commit_with
 from ingest.embed import batched
 from ingest.incremental.merge import Snapshot, merge, prune
-from ingest.parse import Flags, Parser, local_parse
+from ingest.parse import LOCAL, Flags, Runner
 from ingest.progress import Stages
 from ingest.report import BuildReport, build_meta, fingerprint
 from ingest.resolve import resolve
@@ -86,13 +86,13 @@ def apply_update(
     split: bool = True,
     contextual: bool = True,
     stages: Stages | None = None,
-    parser: Parser | None = None,
+    runner: Runner = LOCAL,
 ) -> UpdateResult:
     """Upsert ``add`` and remove the documents ``delete`` names; publish one version.
 
     The graph must have a published version (build the first one with
     :func:`ingest.build`). Re-adding a stored document unchanged and deleting
-    an absent id are no-ops. ``parser`` runs the per-document stages (in this
+    an absent id are no-ops. ``runner`` runs the per-document stages (in this
     process by default; :mod:`ingest.distributed` spreads them over Ray workers).
     """
     stages = stages or Stages(False)
@@ -112,9 +112,8 @@ def apply_update(
         docs = sorted(
             [d for d in stored.values() if d.id not in removed] + new_docs, key=lambda d: d.id
         )
-        parse = parser or local_parse
         records, vectors, meta = _grow(
-            kept, docs, new_docs, config, encoder, (split, contextual), stages, parse
+            kept, docs, new_docs, config, encoder, (split, contextual), stages, runner
         )
         with stages.stage("commit"):
             version = commit_with(writer, records, vectors, meta)
@@ -140,10 +139,10 @@ def _grow(
     encoder: Encoder,
     flags: Flags,
     stages: Stages,
-    parser: Parser,
+    runner: Runner,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
     """Parse the new documents and merge them into ``kept``; records, vectors, meta."""
-    parsed = parser(new_docs, c, encoder, stages, flags)
+    parsed = runner.parse(new_docs, c, encoder, stages, flags)
     chunks = parsed.chunks
     encode = batched(encoder, lambda _n: None)
     with stages.stage("resolve"):

@@ -213,6 +213,13 @@ def _check(path: Path, wrapped: Any, tokenizer: Any, out: Path, max_len: int) ->
         )
 
 
+def _threads_asked() -> int:
+    """The threads ``OMP_NUM_THREADS`` asks for, as torch and numpy's BLAS read it (a Ray
+    worker gets its CPUs there); 0, one per physical core, when it is unset."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else 0
+
+
 def _session(path: Path, threads: int = 0) -> Any:
     import onnxruntime as ort
 
@@ -238,7 +245,7 @@ class OnnxEncoder(Encoder):
 
         path = resolve_model_path(name)
         self.max_len, _ = model_layout(path)
-        self.session = _session(exported(path))
+        self.session = _session(exported(path), threads=_threads_asked())
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model_id = name
         self.batch_size = batch_size

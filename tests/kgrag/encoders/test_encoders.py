@@ -200,3 +200,16 @@ def test_device_auto_takes_a_gpu_where_torch_sees_one(monkeypatch):
     assert resolve_device("cuda:1") == "cuda:1"  # a named device is taken as named
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert resolve_device("auto") == "cuda"
+
+
+def test_onnx_threads_follow_omp_num_threads(monkeypatch):
+    """A Ray worker is given its CPUs in OMP_NUM_THREADS; ONNX Runtime, which does not
+    read it, is told the same, and takes one thread per core when it is unset."""
+    from kgrag.encoders.onnx import _threads_asked
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert _threads_asked() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "junk")
+    assert _threads_asked() == 0
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert _threads_asked() == 0
