@@ -22,6 +22,7 @@ import logging
 import os
 import pickle
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,7 +50,8 @@ MAX_BATCH = 1024
 @dataclass(frozen=True, slots=True)
 class RayOptions:
     """Where and how wide to run: ``address`` "auto" (the cluster this machine runs,
-    else a new one here), "local" (a new one here) or a cluster's address."""
+    else a new one here: :func:`running_cluster`), "local" (a new one here) or a
+    cluster's address."""
 
     address: str = "auto"
     #: parse actors; None: as many as the cluster has CPUs for
@@ -104,10 +106,10 @@ def _connect(ray: Any, options: RayOptions, progress: bool) -> None:
         if address == "local":
             ray.init(**quiet)
         elif address == "auto":
-            try:
-                ray.init(address="auto", **quiet)
-            except ConnectionError:
-                ray.init(**quiet)
+            running = running_cluster()
+            if running:
+                _reachable(running)
+            ray.init(**({"address": running} if running else {}), **quiet)
         else:
             _reachable(address)
             ray.init(address=address, **quiet)
@@ -118,6 +120,25 @@ def _connect(ray: Any, options: RayOptions, progress: bool) -> None:
         raise ClusterError(
             f"cannot reach the Ray cluster at {address!r}: {_first_line(exc)}", address=address
         ) from None
+
+
+def running_cluster() -> str | None:
+    """The address of the Ray cluster this machine runs, as Ray's own "auto" finds it
+    (``RAY_ADDRESS``, else the file a head node leaves in Ray's temporary folder), if
+    something answers there: Ray would retry a dead cluster's address for minutes."""
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    if address:
+        return address  # asked for by name: an error if it does not answer
+    temp = os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    try:
+        address = (Path(temp) / "ray" / "ray_current_cluster").read_text().strip()
+    except OSError:
+        return None
+    try:
+        _reachable(address, timeout=2.0)
+    except ClusterError:
+        return None  # left by a cluster that is gone
+    return address
 
 
 def _reachable(address: str, timeout: float = 5.0) -> None:

@@ -71,6 +71,19 @@ def test_an_unreachable_cluster_is_one_line_and_the_graph_keeps_serving(
         ingest_paths([DOCS], graph, ray=RayOptions(address="nowhere"))
 
 
+def test_auto_passes_over_the_address_a_dead_cluster_left(tmp_path: Path, monkeypatch):
+    from ingest.distributed import running_cluster
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    assert running_cluster() is None  # no cluster ever ran here
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text("127.0.0.1:1\n")
+    assert running_cluster() is None  # Ray's "auto" would retry it for minutes
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    assert running_cluster() == "127.0.0.1:1"  # named: its failure is reported
+
+
 def test_without_ray_installed_the_flag_says_what_to_install(tmp_path: Path):
     code = (
         "import sys; sys.modules['ray'] = None\n"  # as if ray were not installed
