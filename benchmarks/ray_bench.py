@@ -2,16 +2,16 @@
 
     python benchmarks/ray_bench.py --corpus SLICE [--workers 2] [--out ray.json]
 
-Builds the corpus twice into temporary folders: in this process, then with ``--ray
-local`` on a Ray cluster started here with ``--workers`` CPUs (one parse actor per
-CPU; the cluster's start is timed as part of the Ray build). Prints the two builds'
-seconds by stage and their ratio, checks that they hold the same records, and measures
-each parse worker's throughput (passages per second of its own busy time). From those
-it projects the time for 10^7 passages on 8, 32 and 128 workers: the per-document
-stages and the global stages' encoding divided among the workers, plus what the driver
-does alone (synonym search, community detection, RAPTOR's clustering, the commit)
-scaled in proportion to the corpus (a floor: the search and the clustering grow faster
-than the corpus).
+Builds the corpus twice into temporary folders, deleted after: in this process, then
+with ``--ray local`` on a Ray cluster started here, with ``--workers`` parse actors
+(the cluster's start is timed as part of the Ray build). Prints the two builds'
+seconds by stage and their ratio, checks that they hold as many records of each kind
+(the tests compare them one by one), and measures each parse worker's throughput
+(passages per second of its own busy time). From those it projects the time for 10^7
+passages on 8, 32 and 128 workers: the per-document stages and the global stages'
+encoding divided among the workers, plus what the driver does alone (synonym search,
+community detection, RAPTOR's clustering, the commit) scaled in proportion to the
+corpus (a floor: the search and the clustering grow faster than the corpus).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
+import shutil
 import sys
 import tempfile
 import time
@@ -36,19 +36,14 @@ TARGET = 10_000_000
 def _counts(graph: Path) -> dict[str, int]:
     from kgrag.store import open_store
 
-    version = open_store(graph).current()
-    db = sqlite3.connect(graph / "versions" / str(version) / "graph.sqlite")
-    tables = ("chunks", "entities", "relations", "communities", "tree_nodes", "vector_ids")
-    try:
-        return {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
-    finally:
-        db.close()
+    with open_store(graph).reader() as reader:
+        return reader.counts()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, help="a corpus file or folder kgrag ingest reads")
-    ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray cluster")
+    ap.add_argument("--workers", type=int, default=2, help="parse actors on the local Ray cluster")
     ap.add_argument("--docs-per-batch", type=int, help="default: shared evenly among workers")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
@@ -67,6 +62,7 @@ def main() -> int:
     ray_s = time.perf_counter() - start
 
     same = _counts(tmp / "single") == _counts(tmp / "ray")
+    shutil.rmtree(tmp, ignore_errors=True)
     passages = single.counts.get("documents", 0)
     busy = spread.worker_seconds
     per_worker = {w: passages / len(busy) / s for w, s in busy.items()} if busy else {}

@@ -107,7 +107,7 @@ def parse_documents(
     with stages.stage("embed", len(chunks)) as tick:
         named = [s for s in ex.sentences if s.names]
         vectors, (ids, matrix) = embed.embed_chunks(embed.spanned(encoder, tick), chunks, named)
-    return Parsed(chunks, ex, vectors.astype(np.float32, copy=False), ids, matrix)
+    return Parsed(chunks, ex, vectors, ids, matrix)
 
 
 class Runner(Protocol):
