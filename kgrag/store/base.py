@@ -213,7 +213,8 @@ class GraphReader(ABC):
 
     @abstractmethod
     def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
-        """Ids and the (n, dim) float32 matrix of one vector kind, row-aligned."""
+        """Ids and the (n, dim) float32 matrix of one vector kind, row-aligned (a mapped
+        array, or a :class:`~kgrag.store.vectors.CodedMatrix` that reads as one)."""
 
     @abstractmethod
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:

@@ -64,6 +64,7 @@ from kgrag.store.graph_files import (
     save_title_entity,
     save_walk,
 )
+from kgrag.store.vectors import open_matrix
 from kgrag.text.keys import (
     MAX_NAME_TOKENS,
     SKIP_TYPES,
@@ -158,9 +159,8 @@ def _vector_ids(db: sqlite3.Connection, kind: str) -> np.ndarray:
     return np.concatenate([p.astype(f"S{width}") for p in parts])
 
 
-def _matrix(folder: Path, kind: str) -> np.ndarray:
-    path = folder / "vectors" / f"{kind}.npy"
-    return np.load(path, mmap_mode="r") if path.exists() else np.zeros((0, 0), np.float32)
+def _matrix(folder: Path, kind: str) -> Any:
+    return open_matrix(folder / "vectors", kind, 0, random=False)
 
 
 def _save_half(matrix: np.ndarray, path: Path) -> None:

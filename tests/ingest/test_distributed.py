@@ -19,6 +19,7 @@ import pytest
 from kgrag.cli.main import main
 from kgrag.store import open_store
 from kgrag.store.base import RECORD_KINDS
+from kgrag.store.vectors import CODED_KINDS, within_a_code_step
 from tests.conftest import DATA, SCIENCE, small_config
 
 ray = pytest.importorskip("ray")
@@ -46,7 +47,8 @@ def _rows(graph: Path) -> dict[str, list[tuple]]:
 
 
 def assert_same_graph(ours: Path, theirs: Path) -> None:
-    """Records equal row for row; vectors equal in ids and within float tolerance."""
+    """Records equal row for row; vectors equal in ids and within float tolerance (of
+    the coded kinds, within a code step)."""
     mine, want = _rows(ours), _rows(theirs)
     for table in TABLES:
         assert mine[table] == want[table], table
@@ -55,7 +57,10 @@ def assert_same_graph(ours: Path, theirs: Path) -> None:
             ids_a, m_a = a.vectors(kind)
             ids_b, m_b = b.vectors(kind)
             assert list(ids_a) == list(ids_b), kind
-            assert np.allclose(np.asarray(m_a), np.asarray(m_b), atol=1e-5), kind
+            if kind in CODED_KINDS:  # a last-bit difference can move a code by one step
+                assert within_a_code_step(m_a, m_b), kind
+            else:
+                assert np.allclose(np.asarray(m_a), np.asarray(m_b), atol=1e-5), kind
 
 
 def test_an_unreachable_cluster_is_one_line_and_the_graph_keeps_serving(

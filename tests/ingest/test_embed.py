@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ingest import embed
+from kgrag.store.vectors import within_a_code_step
 from kgrag.types import Relation
 
 
@@ -74,7 +75,7 @@ def test_encode_setting_encodes_every_fact(tmp_path: Path, encoder):
         names = {e.id: e.name for e in reader.entities()}
         texts = [embed.fact_text(relation[f], names) for f in fact_ids]
     assert len(texts) > 5
-    assert np.allclose(matrix, encoder.encode(texts), atol=1e-5)
+    assert within_a_code_step(matrix, encoder.encode(texts))  # facts are int8-coded
 
 
 def test_sentence_vectors_are_read_off_their_chunks(science_reader, encoder):
@@ -95,7 +96,7 @@ def test_sentence_vectors_are_read_off_their_chunks(science_reader, encoder):
         c = chunks[s.chunk_id]
         shift = len(c.context) + 1 if c.context else 0
         _, want = encoder.encode_with_spans(embed.chunk_text(c), [(s.start + shift, s.end + shift)])
-        assert np.allclose(matrix[r], want[0], atol=1e-5)
+        assert within_a_code_step(matrix[r], want[0])  # sentence vectors are int8-coded
     plain = encoder.encode([chunks[s.chunk_id].text[s.start : s.end] for s in named])
     sims = np.asarray(matrix)[rows] @ plain.T
     own = sims.argmax(axis=1) == np.arange(len(named))

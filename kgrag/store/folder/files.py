@@ -28,6 +28,7 @@ from kgrag.store.arrays import FileRows, map_array
 from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
 from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
 from kgrag.store.serving import HALF_KINDS
+from kgrag.store.vectors import VectorRows, open_matrix
 
 _MIN_CANDIDATES = 32  # half-precision scans take at least this many
 #: a walk of at most this many entries is held in memory once read (8 bytes an entry):
@@ -66,17 +67,14 @@ class ServingFiles:
             self._maps[name] = arr
         return arr
 
-    def matrix(self, kind: str) -> np.ndarray:
+    def matrix(self, kind: str) -> Any:
+        """A kind's vectors, mapped: float32, or int8 codes read as float32
+        (:class:`~kgrag.store.vectors.CodedMatrix`)."""
         key = f"vectors:{kind}"
-        if key not in self._maps:
-            path = self.vector_folder / f"{kind}.npy"
-            self._maps[key] = (
-                map_array(path, "r", random=kind != "chunks")  # chunks: scanned in full
-                if path.exists()
-                else np.zeros((0, self.dim), dtype=np.float32)
-            )
-        matrix: np.ndarray = self._maps[key]
-        return matrix
+        if key not in self._maps:  # chunks: scanned in full, read ahead
+            scanned = kind == "chunks"
+            self._maps[key] = open_matrix(self.vector_folder, kind, self.dim, random=not scanned)
+        return self._maps[key]
 
     # -- ids ---------------------------------------------------------------------------
 
@@ -147,9 +145,14 @@ class ServingFiles:
         r = np.asarray(rows, dtype=np.int64)
         if kind == "chunks" or not len(r):
             return np.asarray(self.matrix(kind)[r], dtype=np.float32)
-        found = self._file(self.vector_folder / f"{kind}.npy")
-        if found.dtype != np.float32 or len(found.shape) != 2:
-            raise StoreError(f"{found.path}: not a float32 matrix")
+        key = f"rows:{kind}"
+        with self._lock:
+            if key not in self._maps:
+                try:
+                    self._maps[key] = VectorRows(self.vector_folder, kind)
+                except (OSError, ValueError) as exc:
+                    raise StoreError(f"{self.vector_folder}: cannot read {kind}: {exc}") from exc
+            found: VectorRows = self._maps[key]
         return found.take(r)
 
     def _rescore(self, kind: str, vec: np.ndarray, rows: np.ndarray, k: int) -> list[Any]:
@@ -294,6 +297,6 @@ class ServingFiles:
             if self._names is not None:
                 self._names.close()
             for value in self._maps.values():
-                if isinstance(value, FileRows):
+                if isinstance(value, (FileRows, VectorRows)):
                     value.close()
             self._maps.clear()

@@ -19,6 +19,7 @@ from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_w
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
 from kgrag.store.serving import SERVING
+from kgrag.store.vectors import open_matrix
 from kgrag.types import (
     Chunk,
     Community,
@@ -59,7 +60,7 @@ class SQLiteGraphReader(RecordReader):
         except sqlite3.Error as exc:
             raise StoreError(f"{folder}: cannot open graph.sqlite: {exc}") from exc
         self._lock = threading.Lock()
-        self._vectors: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._vectors: dict[str, tuple[list[str], Any]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = stop_words()
         try:
@@ -149,19 +150,16 @@ class SQLiteGraphReader(RecordReader):
         out = [schema.tree_node(r) for r in rows if level is None or r[1] == level]
         return sorted(out, key=lambda t: (t.level, t.id))
 
-    def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
+    def vectors(self, kind: str) -> tuple[list[str], Any]:
         if kind not in VECTOR_KINDS:
             raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
         if kind not in self._vectors:
             sql = "SELECT id FROM vector_ids WHERE kind=? ORDER BY row"
             ids = [r[0] for r in self._rows(sql, (kind,))]
-            path = self.folder / "vectors" / f"{kind}.npy"
-            if path.exists():
-                matrix = np.load(path, mmap_mode="r")
-            else:
-                matrix = np.zeros((0, int(self.manifest.get("dim", 0))), dtype=np.float32)
+            folder = self.folder / "vectors"
+            matrix = open_matrix(folder, kind, int(self.manifest.get("dim", 0)), random=False)
             if matrix.shape[0] != len(ids):
-                raise StoreError(f"{path}: {matrix.shape[0]} vectors for {len(ids)} ids")
+                raise StoreError(f"{folder}: {matrix.shape[0]} {kind} vectors for {len(ids)} ids")
             self._vectors[kind] = (ids, matrix)
         return self._vectors[kind]
 

@@ -4,7 +4,7 @@ vector files per version, under one graph folder.
     graphs/NAME/
       manifest.json            published versions; "indexVersion" is the latest
       .lock                    held by the one writer at a time
-      versions/v000001/        graph.sqlite, vectors/<kind>.npy, version.json
+      versions/v000001/        graph.sqlite, vectors/ (kgrag.store.vectors), version.json
       versions/.tmp-*/         a version being written (removed if its writer died)
 
 Publishing renames the finished folder into place and then replaces
@@ -39,6 +39,7 @@ from kgrag.store.base import (
 )
 from kgrag.store.folder.reader import SQLiteGraphReader
 from kgrag.store.serving import SERVING, SERVING_FORMAT, derive
+from kgrag.store.vectors import code_files
 from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
 
 MANIFEST = "manifest.json"
@@ -226,6 +227,7 @@ class SQLiteGraphWriter(GraphWriter):
         for matrix in self._filled:
             matrix.flush()
         self._filled.clear()
+        code_files(self.folder / "vectors")
         self.db.executescript(schema.INDEXES)
         for fts, _, _ in schema.FTS.values():
             self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")

@@ -8,11 +8,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
-
 from kgrag.errors import StoreError
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import FULLTEXT
+from kgrag.store.vectors import vector_count
 
 #: how long an upload waits for its indexes to fill, at most (seconds)
 INDEX_WAIT_S = 6 * 3600
@@ -63,8 +62,7 @@ def vector_index(
 ) -> None:
     """The vector index of one kind (none where the version has no such vectors)."""
     p = f"kg_{tag}__"
-    path = folder / "vectors" / f"{kind}.npy"
-    shape = np.load(path, mmap_mode="r").shape if path.exists() else (0, 0)
+    shape = vector_count(folder / "vectors", kind)
     if shape[0]:
         connection.run(
             f"CREATE VECTOR INDEX `{p}{kind}_vec` IF NOT EXISTS "

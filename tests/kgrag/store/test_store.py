@@ -18,6 +18,7 @@ from kgrag.search.stats import (
     title_entity,
 )
 from kgrag.store import SQLiteGraphStore
+from kgrag.store.vectors import dequantize, quantize
 from kgrag.types import (
     Chunk,
     Community,
@@ -254,13 +255,16 @@ def test_nearest_and_similarity(store):
     r = store.reader()
     q = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
     found = r.nearest("entities", np.stack([q, np.array([0, 0, 1, 0], np.float32)]), 2)
-    assert [row for row, _ in found[0]] == [0, 1] and found[0][0][1] == pytest.approx(0.8)
+    # entities and facts are stored as int8 codes scaled to the row's norm: a cosine
+    # within a code step (the row's largest magnitude / 127) of the vector written
+    assert [row for row, _ in found[0]] == [0, 1]
+    assert found[0][0][1] == pytest.approx(0.8, abs=0.8 / 127)
     assert [row for row, _ in found[1]] == [1, 0]
     assert r.nearest("entities", q, 5, among=np.array([1]))[0] == [(1, 0.0)]
-    assert r.nearest("facts", q, 3)[0] == [(0, pytest.approx(0.6))]
+    assert r.nearest("facts", q, 3)[0] == [(0, pytest.approx(0.6, abs=0.8 / 127))]
     assert r.similarity("chunks", q).tolist() == [0.0, 1.0]  # row 0 is c:2 = e0
     assert r.similarity("chunks", q, np.array([1])).tolist() == [1.0]
-    assert np.array_equal(r.matrix("entities")[1], [0, 0, 1, 0])
+    assert np.allclose(r.matrix("entities")[1], [0, 0, 1, 0], atol=1e-5)  # coded, rescaled
 
 
 def test_graph_adjacency_names_and_stats(store):
@@ -313,8 +317,10 @@ def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
     with store.reader() as r:
         ids, stored = r.vectors("sentences")
         assert ids == [f"c:1#{i}" for i in range(5)]
-        assert np.array_equal(np.asarray(stored), matrix)
-        assert np.asarray(r.vectors("facts")[1]).tolist() == [[0.5] * 4]
+        # sentence vectors are stored as int8 codes: exactly what coding the matrix gives
+        assert np.array_equal(np.asarray(stored), dequantize(*quantize(matrix)))
+        assert np.abs(np.asarray(stored) - matrix).max() <= np.abs(matrix).max() / 127
+        assert np.allclose(r.vectors("facts")[1], [[0.5] * 4], atol=1e-6)
         assert [x.id for x in r.relations(touching=["e:d"])] == ["r:1"]
         db = sqlite3.connect(r.folder / "graph.sqlite")
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}

@@ -1,0 +1,182 @@
+"""The vector files of a version: one precision per kind.
+
+Chunk vectors, which dense retrieval scans whole, stay float32 (``vectors/chunks.npy``).
+The other kinds (sentences, entities, facts, community reports, tree nodes: 95% of a
+graph's vectors) are held as int8 codes with one float32 scale a row
+(``vectors/<kind>.q8.npy`` and ``vectors/<kind>.scale.npy``): row i is
+``codes[i] * scale[i]``, coded in steps of the row's largest magnitude / 127 and scaled
+back to the row's norm. A unit MiniLM vector's components are at most ~0.3, so a step
+is ~0.002 and a cosine with a unit query moves by ~1e-3 at most: the order of the
+half-precision scans' rounding, which the searches already re-rank past. The codes
+take a quarter of the bytes; the dequantised rows are the vectors every search, the
+ANN index and a Neo4j upload read, so all stores agree on them. Whether recall holds
+is measured (docs/benchmarks.md, "Bytes on disk").
+
+A version written before this format has float32 files for every kind; they are read
+as they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgrag.store.arrays import FileRows, map_array
+
+#: the kinds stored as int8 codes (the others as float32)
+CODED_KINDS = ("sentences", "entities", "facts", "communities", "tree_nodes")
+_BLOCK = 16_384  # rows converted at a time
+
+
+def quantize(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and float32 row scales of a float matrix: codes in steps of the row's
+    largest magnitude / 127, and the scale that gives the dequantised row the norm of
+    the row coded (a unit vector stays a unit vector, so a cosine index and a dot
+    product score it alike), rounded to 17 significant bits. With such a
+    scale a code (7 bits) times its scale is exact in float32, so coding dequantised
+    rows again gives the same codes and scales, bit for bit (a graph copied, or a version carried
+    forward by an incremental ingest, keeps its vectors)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    if not m.size:
+        return np.zeros(m.shape, dtype=np.int8), np.zeros(len(m), dtype=np.float32)
+    peak = np.abs(m).max(axis=1)
+    step = np.where(peak > 0, peak / 127.0, 1.0)
+    codes = np.clip(np.rint(m / step[:, None]), -127, 127).astype(np.int8)
+    size = np.linalg.norm(codes.astype(np.float64), axis=1)
+    norm = np.linalg.norm(m, axis=1)
+    scale = np.where(size > 0, norm / np.where(size > 0, size, 1.0), 0.0)
+    mantissa, exponent = np.frexp(scale)
+    return codes, np.ldexp(np.rint(mantissa * 131072.0) / 131072.0, exponent).astype(np.float32)
+
+
+def dequantize(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    out: np.ndarray = codes.astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]
+    return out
+
+
+def code_file(folder: Path, kind: str) -> None:
+    """Replace ``folder/<kind>.npy`` (float32) by its codes and scales, a block at a time
+    (the float file is read through a map, so memory stays a block's)."""
+    source = folder / f"{kind}.npy"
+    matrix = np.load(source, mmap_mode="r")
+    n, dim = matrix.shape
+    codes = np.lib.format.open_memmap(folder / f"{kind}.q8.npy", "w+", np.int8, (n, dim))
+    scale = np.empty(n, dtype=np.float32)
+    for i in range(0, n, _BLOCK):
+        codes[i : i + _BLOCK], scale[i : i + _BLOCK] = quantize(matrix[i : i + _BLOCK])
+    codes.flush()
+    del codes, matrix
+    np.save(folder / f"{kind}.scale.npy", scale)
+    source.unlink()
+
+
+def code_files(folder: Path) -> None:
+    """Code every kind of :data:`CODED_KINDS` that ``folder`` holds as float32."""
+    for kind in CODED_KINDS:
+        if (folder / f"{kind}.npy").exists():
+            code_file(folder, kind)
+
+
+def is_coded(folder: Path, kind: str) -> bool:
+    return (folder / f"{kind}.q8.npy").exists()
+
+
+class CodedMatrix:
+    """A coded kind's vectors read as a float32 matrix: rows, slices and products are
+    dequantised as they are taken, so nothing is converted whole unless asked
+    (``np.asarray``)."""
+
+    def __init__(self, codes: np.ndarray, scale: np.ndarray) -> None:
+        if codes.ndim != 2 or len(scale) != len(codes):
+            raise ValueError(f"codes of shape {codes.shape} for {len(scale)} scales")
+        self.codes, self.scale = codes, np.asarray(scale, dtype=np.float32)
+        self.shape: tuple[int, ...] = tuple(codes.shape)
+        self.ndim, self.dtype, self.size = 2, np.dtype(np.float32), int(codes.size)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, tuple):
+            return self[key[0]][(slice(None), *key[1:])]
+        if isinstance(key, (int, np.integer)):
+            return self.codes[key].astype(np.float32) * self.scale[key]
+        return dequantize(self.codes[key], self.scale[key])
+
+    def __matmul__(self, other: np.ndarray) -> np.ndarray:
+        q = np.asarray(other, dtype=np.float32)
+        parts = [
+            (self.codes[i : i + _BLOCK].astype(np.float32) @ q)
+            * (self.scale[i : i + _BLOCK] if q.ndim == 1 else self.scale[i : i + _BLOCK, None])
+            for i in range(0, len(self), _BLOCK)
+        ]
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros((0, *q.shape[1:]), dtype=np.float32)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = self[:]
+        return whole if dtype is None else whole.astype(dtype)
+
+    def astype(self, dtype: Any) -> np.ndarray:
+        return np.asarray(self, dtype=dtype)
+
+
+def open_matrix(folder: Path, kind: str, dim: int, *, random: bool = True) -> Any:
+    """A kind's vectors, mapped: a float32 array, a :class:`CodedMatrix`, or an empty
+    ``(0, dim)`` array where the version has none."""
+    if is_coded(folder, kind):
+        codes = map_array(folder / f"{kind}.q8.npy", "r", random=random)
+        return CodedMatrix(codes, np.load(folder / f"{kind}.scale.npy"))
+    path = folder / f"{kind}.npy"
+    if path.exists():
+        return map_array(path, "r", random=random)
+    return np.zeros((0, dim), dtype=np.float32)
+
+
+class VectorRows:
+    """A kind's rows read with ``pread`` (:class:`~kgrag.store.arrays.FileRows`),
+    dequantised where the kind is coded."""
+
+    def __init__(self, folder: Path, kind: str) -> None:
+        self.coded = is_coded(folder, kind)
+        self.file = FileRows(folder / (f"{kind}.q8.npy" if self.coded else f"{kind}.npy"))
+        want = np.int8 if self.coded else np.float32
+        if self.file.dtype != want or len(self.file.shape) != 2:
+            self.file.close()
+            raise ValueError(f"{self.file.path}: not a {np.dtype(want).name} matrix")
+        self.scale = np.load(folder / f"{kind}.scale.npy") if self.coded else None
+        if self.scale is not None and len(self.scale) != len(self.file):
+            self.file.close()
+            raise ValueError(f"{folder}/{kind}: {len(self.file)} codes, {len(self.scale)} scales")
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        found = self.file.take(rows)
+        if self.scale is None:
+            return found
+        return dequantize(found, self.scale[np.asarray(rows, dtype=np.int64)])
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def vector_count(folder: Path, kind: str) -> tuple[int, int]:
+    """The shape of a kind's vectors, ``(0, 0)`` where the version has none."""
+    for name in (f"{kind}.q8.npy", f"{kind}.npy"):
+        if (folder / name).exists():
+            shape = np.load(folder / name, mmap_mode="r").shape
+            return int(shape[0]), int(shape[1])
+    return 0, 0
+
+
+def within_a_code_step(stored: Any, vectors: np.ndarray) -> bool:
+    """Whether each stored row is within one code step (the row's largest magnitude /
+    127, and 5% for the scaling back to the row's norm) of the float row ``vectors``,
+    element by element: what a row coded from ``vectors``, or from a vector within
+    rounding of it, holds."""
+    want = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    got = np.atleast_2d(np.asarray(stored, dtype=np.float32))
+    step = np.abs(want).max(axis=1, keepdims=True) / 127
+    return got.shape == want.shape and bool(np.all(np.abs(got - want) <= 1.05 * step))
