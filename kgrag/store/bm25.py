@@ -137,7 +137,9 @@ class Postings:
         sorted_terms = np.array([encoded[i] for i in order], dtype=f"S{width}")
         indptr = np.searchsorted(pairs // span, np.arange(len(terms) + 1))
         avgdl = float(length.sum()) / n if n else 1.0
-        postings = cls(sorted_terms, indptr, pairs % span, tf.astype(np.int64), length, avgdl)
+        postings = cls(
+            sorted_terms, indptr, (pairs % span).astype(_narrowest(n)), _counts(tf), length, avgdl
+        )
         return postings, rowids
 
     def save(self, folder: Path, name: str) -> None:
@@ -189,6 +191,20 @@ class Postings:
             total[docs] += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl)))
         rows = np.flatnonzero(total)
         return rows, total[rows]
+
+
+def _narrowest(n: int) -> type[np.signedinteger]:
+    """int32 for document numbers below ``n`` where they fit (a posting read is its
+    bytes), else int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _counts(tf: np.ndarray) -> np.ndarray:
+    """Term counts in the narrowest unsigned type that holds the largest: a word seldom
+    occurs 255 times in one passage or report, so most postings take one byte."""
+    top = int(tf.max()) if len(tf) else 0
+    dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if top <= np.iinfo(t).max)
+    return tf.astype(dtype)
 
 
 def _slice(part: np.ndarray | FileRows, a: int, b: int) -> np.ndarray:

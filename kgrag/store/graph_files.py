@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from kgrag.store.packed import unpack_id
 from kgrag.text.keys import COOC, WALK_WEIGHTS, title_key, title_link_pairs
 
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
@@ -159,13 +160,14 @@ def _walk_edges(
         dst.append(b[keep])
         weight.append(value[keep])
 
-    rels = "SELECT src, dst, predicate = ?, weight FROM relations ORDER BY id"
+    # a packed row's co-occurrence predicate is NULL (kgrag.store.packed)
+    rels = "SELECT src, dst, predicate IS NULL OR predicate = ?, weight FROM relations ORDER BY id"
     for batch in batches(db, rels, (COOC,)):
         a, b, cooc, value = zip(*batch, strict=True)
         scale = np.where(np.array(cooc, dtype=bool), w["cooc"], w["relation"])
         add(
-            vertices(a, erows, crows, chunk_vertex),
-            vertices(b, erows, crows, chunk_vertex),
+            vertices([unpack_id(x) for x in a], erows, crows, chunk_vertex),
+            vertices([unpack_id(x) for x in b], erows, crows, chunk_vertex),
             np.array(value, dtype=np.float64) * scale,
         )
     add(mentions.entity_vertex, mentions.chunk_vertex, mentions.count * w["mention"])
@@ -184,11 +186,13 @@ def save_relations(out: Path, db: sqlite3.Connection, erows: Rows) -> None:
     """Entity-entity path lengths (1 stated, 1.5 co-occurrence), symmetric CSR, with
     the relation each unordered pair stands for (stated first, then heavier, then id)."""
     lo_parts, hi_parts, said_parts, weight_parts, at_parts = [], [], [], [], []
-    sql = "SELECT src, dst, kind = 'svo', weight, evidence IN ('[]', '') FROM relations ORDER BY id"
+    # no evidence: '[]' in a text row, an empty value in a packed one
+    no_evidence = "evidence IN ('[]', '', X'')"
+    sql = f"SELECT src, dst, kind = 'svo', weight, {no_evidence} FROM relations ORDER BY id"
     seen = 0
     for batch in batches(db, sql):
         a, b, stated, weights, bare = zip(*batch, strict=True)
-        ra, rb = erows(a), erows(b)
+        ra, rb = erows([unpack_id(x) for x in a]), erows([unpack_id(x) for x in b])
         # a NULL evidence compares as NULL: it counts as evidence, as it always has
         keep = (ra >= 0) & (rb >= 0) & (ra != rb) & (np.array(bare, dtype=object) != 1)
         lo_parts.append(np.minimum(ra, rb)[keep])
@@ -239,7 +243,7 @@ def _ids_at(db: sqlite3.Connection, at: np.ndarray) -> np.ndarray:
     seen = 0
     for batch in batches(db, "SELECT id FROM relations ORDER BY id"):
         lo, hi = np.searchsorted(wanted, [seen, seen + len(batch)])
-        picked += [batch[i - seen][0].encode() for i in wanted[lo:hi].tolist()]
+        picked += [unpack_id(batch[i - seen][0]).encode() for i in wanted[lo:hi].tolist()]
         seen += len(batch)
     arr = np.array(picked) if picked else np.zeros(0, dtype="S1")
     return arr[np.searchsorted(wanted, at)]

@@ -17,6 +17,7 @@ from ..types import (
     Synonym,
     TreeNode,
 )
+from .packed import relation_text, relation_values
 
 SCHEMA_VERSION = 1
 
@@ -40,8 +41,8 @@ CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER
 CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT) WITHOUT ROWID;
 CREATE TABLE mentions (entity_id TEXT, chunk_id TEXT, count INTEGER,
                        PRIMARY KEY (entity_id, chunk_id)) WITHOUT ROWID;
-CREATE TABLE relations (id TEXT PRIMARY KEY, src TEXT, predicate TEXT, dst TEXT, weight REAL,
-                        kind TEXT, evidence TEXT) WITHOUT ROWID;
+CREATE TABLE relations (id BLOB PRIMARY KEY, src BLOB, predicate TEXT, dst BLOB, weight REAL,
+                        kind TEXT, evidence BLOB) WITHOUT ROWID;
 CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
 CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children TEXT,
                           members TEXT, report TEXT, rating REAL, leaves TEXT);
@@ -110,7 +111,7 @@ INSERTS: dict[str, tuple[str, Any]] = {
     ),
     "relations": (
         "INSERT INTO relations VALUES (?,?,?,?,?,?,?)",
-        lambda r: (r.id, r.src, r.predicate, r.dst, r.weight, r.kind, dumps(r.evidence)),
+        relation_values,  # ids packed (kgrag.store.packed)
     ),
     "synonyms": (
         "INSERT INTO synonyms VALUES (?,?,?)",
@@ -163,7 +164,10 @@ def mention(row: Any) -> Mention:
 
 
 def relation(row: Any) -> Relation:
-    return Relation(row[0], row[1], row[2], row[3], row[4], row[5], _t(row[6]))
+    """A relation from its stored row, packed or (a version before packed ids, a Neo4j
+    record) text."""
+    r = relation_text(row)
+    return Relation(r[0], r[1], r[2], r[3], r[4], r[5], _t(r[6]))
 
 
 def synonym(row: Any) -> Synonym:

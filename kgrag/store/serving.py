@@ -27,7 +27,8 @@ passage's title names, -1 none); ``attr.<kind>.<name>.npy``, per-row attributes
 ``degree``, ``component`` (connected component over the relations); communities:
 ``level``, ``rating``, ``size``, ``id_rank``, ``canonical``, and ``hierarchy``, the
 rows in hierarchy order); ``half.<kind>.npy`` (half-precision vectors of the scanned
-kinds without an ANN index (an index holds its own quantised copy));
+kinds without an ANN index, only where those vectors are float32: a version from
+before coded vectors);
 ``ann.<kind>.faiss`` (a product-quantised index, for kinds of at least
 ``ann_min_rows`` rows); ``bm25.<kind>.*`` (the postings of a full-text index: sorted terms,
 their documents and counts, document lengths; the record id of each document);
@@ -64,7 +65,7 @@ from kgrag.store.graph_files import (
     save_title_entity,
     save_walk,
 )
-from kgrag.store.vectors import open_matrix
+from kgrag.store.vectors import is_coded, open_matrix
 from kgrag.text.keys import (
     MAX_NAME_TOKENS,
     SKIP_TYPES,
@@ -124,8 +125,10 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = ANN_MIN_ROWS) -> dict
     ann = [k for k in ANN_KINDS if ann_min_rows > 0 and sizes[k] >= ann_min_rows]
     for kind in ann:
         build_ann(_matrix(folder, kind), out / f"ann.{kind}.faiss")
-    for kind in HALF_KINDS:  # the scan of a kind without an index (an index holds its own copy)
-        if kind not in ann:
+    # the scan of a kind without an index, where its vectors are float32 (a version
+    # from before coded vectors): a coded kind's half copy is made in memory on first use
+    for kind in HALF_KINDS:
+        if kind not in ann and not is_coded(folder / "vectors", kind):
             _save_half(_matrix(folder, kind), out / f"half.{kind}.npy")
     meta = {
         "format": SERVING_FORMAT,

@@ -180,8 +180,8 @@ class ServingFiles:
 
         key = f"torch:{kind}"
         with self._lock:
-            if key not in self._maps:  # a copy-on-write map: torch wants a writable buffer
-                self._maps[key] = torch.from_numpy(self.array(f"half.{kind}", mode="c"))
+            if key not in self._maps:
+                self._maps[key] = torch.from_numpy(self._half_copy(kind))
         half = self._maps[key]
         n = len(half)
         wide = min(n, max(_MIN_CANDIDATES, 4 * k))
@@ -194,6 +194,20 @@ class ServingFiles:
             rows = np.sort(np.argpartition(-col, wide - 1)[:wide]) if wide < n else np.arange(n)
             out.append(self._rescore(kind, vec, rows, k))
         return out
+
+    def _half_copy(self, kind: str) -> np.ndarray:
+        """A kind's half-precision copy: converted from its vectors on first use, a block
+        at a time (at most :data:`~kgrag.store.ann.ANN_MIN_ROWS` rows by default: a kind
+        with more has an ANN index instead), or, in a version written before vectors
+        were coded, its ``half.<kind>.npy`` file mapped copy-on-write (torch wants a
+        writable buffer)."""
+        if (self.folder / f"half.{kind}.npy").exists():
+            return self.array(f"half.{kind}", mode="c")
+        matrix = self.matrix(kind)
+        half = np.empty(matrix.shape, dtype=np.float16)
+        for i in range(0, len(matrix), 16_384):
+            half[i : i + 16_384] = matrix[i : i + 16_384]
+        return half
 
     def _ann(self, kind: str, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         return ann_nearest(

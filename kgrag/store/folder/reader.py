@@ -18,6 +18,7 @@ from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, RecordReader
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
+from kgrag.store.packed import pack_id, unpack_id
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 from kgrag.types import (
@@ -35,7 +36,7 @@ from kgrag.types import (
 _BATCH = 900  # stays under SQLite's bound-parameter limit
 
 
-def _batches(ids: Sequence[str]) -> Iterator[Sequence[str]]:
+def _batches(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for i in range(0, len(ids), _BATCH):
         yield ids[i : i + _BATCH]
 
@@ -63,6 +64,7 @@ class SQLiteGraphReader(RecordReader):
         self._vectors: dict[str, tuple[list[str], Any]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = stop_words()
+        self._packed: bool | None = None
         try:
             self.serving = ServingFiles(
                 folder / SERVING, folder / "vectors", int(meta.get("dim", 0))
@@ -74,7 +76,7 @@ class SQLiteGraphReader(RecordReader):
         with self._lock:
             return self.db.execute(sql, params).fetchall()
 
-    def _by_ids(self, select: str, column: str, ids: Sequence[str] | None) -> list[Any]:
+    def _by_ids(self, select: str, column: str, ids: Sequence[Any] | None) -> list[Any]:
         """Rows of ``select`` (a SELECT ... FROM) whose ``column`` is in ``ids``; all if None."""
         if ids is None:
             return self._rows(select)
@@ -126,13 +128,24 @@ class SQLiteGraphReader(RecordReader):
 
     def _relations(self, keys: Sequence[str] | None, by_end: bool) -> list[Relation]:
         base = "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
-        if by_end and keys is not None:
-            rows = self._by_ids(base, "src", keys)
-            rows += self._by_ids(base, "dst", keys)
+        wanted: Sequence[Any] | None = keys
+        if keys is not None and self._packed_relations():
+            wanted = [pack_id(k) for k in keys]
+        if by_end and wanted is not None:
+            rows = self._by_ids(base, "src", wanted)
+            rows += self._by_ids(base, "dst", wanted)
         else:
-            rows = self._by_ids(base, "id", keys)
-        unique = {r[0]: r for r in rows}
+            rows = self._by_ids(base, "id", wanted)
+        unique = {unpack_id(r[0]): r for r in rows}
         return [schema.relation(unique[k]) for k in sorted(unique)]
+
+    def _packed_relations(self) -> bool:
+        """Whether this version's relation rows hold packed ids (:mod:`kgrag.store.packed`;
+        a version written before them holds text)."""
+        if self._packed is None:
+            columns = self._rows("PRAGMA table_info(relations)")
+            self._packed = any(c[1] == "id" and c[2].upper() == "BLOB" for c in columns)
+        return self._packed
 
     def _synonyms(self) -> list[Synonym]:
         rows = self._rows("SELECT src, dst, score FROM synonyms ORDER BY src, dst")

@@ -31,6 +31,7 @@ from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
+from kgrag.store.packed import relation_text
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 
@@ -256,8 +257,11 @@ class _Upload:
                     "rec": json.dumps(list(r)),
                 },
             }
-            for r in staged.db.execute(
-                "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
+            for r in map(  # rows as text, however the staged version packs them
+                relation_text,
+                staged.db.execute(
+                    "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
+                ),
             )
         )
         self.connection.write(
