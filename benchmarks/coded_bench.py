@@ -8,7 +8,10 @@ float32; :mod:`kgrag.store.vectors`), then recall and bytes of both, in one run.
 ``--graph`` is a folder graph whose vectors are all float32 (built before the coded
 format, or by ``git stash``'d code); the copy holds the same records, so the two differ
 only in the vectors' precision. Reported per mode (dense, hybrid, local, drift): R@2 and
-R@5 of each and the difference; then the bytes of each version and per passage.
+R@5 of each and the difference; then the bytes of each version and per passage. With
+``--latency N``, the p50 ms of graph local, global and DRIFT and of retrieve over
+community reports for N questions, both graphs open in one process and asked in turn
+(after a warm-up question), so machine load falls on both alike.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True, help="where the coded copy goes")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--latency", type=int, default=0, help="questions to time per op")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
 
@@ -65,15 +69,58 @@ def main() -> int:
             f"R@5 {a['R@5']:6.2f} -> {b['R@5']:6.2f} ({b['R@5'] - a['R@5']:+.2f})",
             flush=True,
         )
+    latency = _latency(graphs, questions[: args.latency]) if args.latency else {}
     with kgrag.open(args.graph) as engine:
         passages = len(engine.reader.documents())
     sizes = {name: where_bytes(graph)["bytes"] for name, graph in graphs.items()}
     for name, size in sizes.items():
         print(f"{name:10s} {size:,} bytes, {size / passages:,.0f} a passage")
     if args.json:
-        out = {"graph": str(args.graph), "passages": passages, "recall": rows, "bytes": sizes}
+        out = {
+            "graph": str(args.graph),
+            "passages": passages,
+            "recall": rows,
+            "bytes": sizes,
+            "latency_p50_ms": latency,
+        }
         args.json.write_text(json.dumps(out, indent=2))
     return 0
+
+
+OPS = {
+    "local": lambda e, q: e.graph({"op": "local", "query": q, "k": 10}),
+    "global": lambda e, q: e.graph({"op": "global", "query": q, "k": 10}),
+    "drift": lambda e, q: e.graph({"op": "drift", "query": q, "k": 10}),
+    "retrieve community": lambda e, q: e.retrieve({"query": q, "k": 10, "unit": "community"}),
+}
+
+
+def _latency(graphs: dict[str, Path], questions: list) -> dict[str, dict[str, float]]:
+    import statistics
+    import time
+
+    import kgrag
+
+    engines = {name: kgrag.open(graph) for name, graph in graphs.items()}
+    times: dict[str, dict[str, list[float]]] = {n: {op: [] for op in OPS} for n in engines}
+    try:
+        for i, q in enumerate(questions[:1] + questions):  # the first is a warm-up
+            for op, call in OPS.items():
+                for name, engine in engines.items():
+                    started = time.perf_counter()
+                    call(engine, q.text)
+                    if i:
+                        times[name][op].append((time.perf_counter() - started) * 1000)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    p50 = {
+        n: {op: round(statistics.median(t), 2) for op, t in ops.items()} for n, ops in times.items()
+    }
+    for op in OPS:
+        a, b = (p50[n][op] for n in graphs)
+        print(f"{op:20s} p50 {a:8.2f} ms -> {b:8.2f} ms ({b / a:.2f}x)", flush=True)
+    return p50
 
 
 if __name__ == "__main__":
