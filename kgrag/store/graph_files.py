@@ -78,7 +78,8 @@ def read_mentions(
     parts: list[tuple[np.ndarray, ...]] = []
     sql = "SELECT entity_id, chunk_id, count FROM mentions ORDER BY entity_id, chunk_id, count"
     for batch in batches(db, sql):
-        e, c, n = zip(*batch, strict=True)
+        packed_e, packed_c, n = zip(*batch, strict=True)
+        e, c = [unpack_id(x) for x in packed_e], [unpack_id(x) for x in packed_c]
         parts.append(
             (
                 erows(e),

@@ -1,4 +1,4 @@
-"""Ids packed into bytes for the SQLite relation rows.
+"""Ids packed into bytes for the SQLite relation and mention rows.
 
 A graph holds a relation row for every stated relation and every pair of entities
 named in one sentence (on 2Wiki 500k rows, 430k of them co-occurrences), each with its
@@ -7,6 +7,8 @@ ends again in the two indexes that find a relation by either end. A content id
 (``kgrag.ids``: a kind prefix and a 128-bit hash) packs into 17 bytes: its prefix's
 number, then the hash. Any other id keeps its text behind a 0 byte, so nothing is
 lost. The co-occurrence predicate, the same on every such row, is stored as NULL.
+Mention rows (an entity, a chunk, a count, keyed by both and indexed by the chunk) hold
+their two ids packed the same way.
 
 Packed ids sort as their text does among content ids of one kind (the hash's bytes
 in order are its hex digits in order), so a scan ``ORDER BY id`` meets relations in

@@ -17,7 +17,7 @@ from ..types import (
     Synonym,
     TreeNode,
 )
-from .packed import relation_text, relation_values
+from .packed import pack_id, relation_text, relation_values, unpack_id
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +39,7 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(text, context, content='chunks', cont
 CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER,
                         entity_ids TEXT, PRIMARY KEY (chunk_id, idx));
 CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT) WITHOUT ROWID;
-CREATE TABLE mentions (entity_id TEXT, chunk_id TEXT, count INTEGER,
+CREATE TABLE mentions (entity_id BLOB, chunk_id BLOB, count INTEGER,
                        PRIMARY KEY (entity_id, chunk_id)) WITHOUT ROWID;
 CREATE TABLE relations (id BLOB PRIMARY KEY, src BLOB, predicate TEXT, dst BLOB, weight REAL,
                         kind TEXT, evidence BLOB) WITHOUT ROWID;
@@ -107,7 +107,7 @@ INSERTS: dict[str, tuple[str, Any]] = {
     ),
     "mentions": (
         "INSERT INTO mentions VALUES (?,?,?)",
-        lambda m: (m.entity_id, m.chunk_id, m.count),
+        lambda m: (pack_id(m.entity_id), pack_id(m.chunk_id), m.count),  # kgrag.store.packed
     ),
     "relations": (
         "INSERT INTO relations VALUES (?,?,?,?,?,?,?)",
@@ -160,7 +160,8 @@ def entity(row: Any, chunk_ids: tuple[str, ...]) -> Entity:
 
 
 def mention(row: Any) -> Mention:
-    return Mention(row[0], row[1], row[2])
+    """A mention from its stored row, its ids packed or (a version before packed ids) text."""
+    return Mention(unpack_id(row[0]), unpack_id(row[1]), row[2])
 
 
 def relation(row: Any) -> Relation:

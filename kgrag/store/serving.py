@@ -65,6 +65,7 @@ from kgrag.store.graph_files import (
     save_title_entity,
     save_walk,
 )
+from kgrag.store.packed import unpack_id
 from kgrag.store.vectors import is_coded, open_matrix
 from kgrag.text.keys import (
     MAX_NAME_TOKENS,
@@ -266,7 +267,7 @@ def _save_entity_stats(out: Path, db: sqlite3.Connection, erows: Rows, n: int) -
     counts = np.zeros(n, dtype=np.int64)
     sql = "SELECT entity_id, COUNT(DISTINCT chunk_id) FROM mentions GROUP BY entity_id"
     for batch in batches(db, sql):
-        rows = erows([r[0] for r in batch])
+        rows = erows([unpack_id(r[0]) for r in batch])
         found = rows >= 0
         counts[rows[found]] = np.array([r[1] for r in batch], dtype=np.int64)[found]
     np.save(out / "attr.entities.chunks.npy", counts)

@@ -64,7 +64,7 @@ class SQLiteGraphReader(RecordReader):
         self._vectors: dict[str, tuple[list[str], Any]] = {}
         self._postings: dict[str, tuple[Postings, QueryTokenizer]] = {}
         self._stop = stop_words()
-        self._packed: bool | None = None
+        self._packed: dict[str, bool] = {}  # table -> whether its ids are packed
         try:
             self.serving = ServingFiles(
                 folder / SERVING, folder / "vectors", int(meta.get("dim", 0))
@@ -119,18 +119,17 @@ class SQLiteGraphReader(RecordReader):
     def mentions_of(self, entity_ids: Sequence[str] | None) -> list[Mention]:
         """Mentions of the given entities (all when None)."""
         sql = "SELECT entity_id, chunk_id, count FROM mentions"
-        return [schema.mention(r) for r in self._by_ids(sql, "entity_id", entity_ids)]
+        keys = self._keys("mentions", entity_ids)
+        return [schema.mention(r) for r in self._by_ids(sql, "entity_id", keys)]
 
     def _mentions(self, chunk_ids: Sequence[str] | None) -> list[Mention]:
         sql = "SELECT entity_id, chunk_id, count FROM mentions"
-        rows = self._by_ids(sql, "chunk_id", chunk_ids)
+        rows = self._by_ids(sql, "chunk_id", self._keys("mentions", chunk_ids))
         return sorted((schema.mention(r) for r in rows), key=lambda m: (m.chunk_id, m.entity_id))
 
     def _relations(self, keys: Sequence[str] | None, by_end: bool) -> list[Relation]:
         base = "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
-        wanted: Sequence[Any] | None = keys
-        if keys is not None and self._packed_relations():
-            wanted = [pack_id(k) for k in keys]
+        wanted = self._keys("relations", keys)
         if by_end and wanted is not None:
             rows = self._by_ids(base, "src", wanted)
             rows += self._by_ids(base, "dst", wanted)
@@ -139,13 +138,15 @@ class SQLiteGraphReader(RecordReader):
         unique = {unpack_id(r[0]): r for r in rows}
         return [schema.relation(unique[k]) for k in sorted(unique)]
 
-    def _packed_relations(self) -> bool:
-        """Whether this version's relation rows hold packed ids (:mod:`kgrag.store.packed`;
-        a version written before them holds text)."""
-        if self._packed is None:
-            columns = self._rows("PRAGMA table_info(relations)")
-            self._packed = any(c[1] == "id" and c[2].upper() == "BLOB" for c in columns)
-        return self._packed
+    def _keys(self, table: str, ids: Sequence[str] | None) -> Sequence[Any] | None:
+        """``ids`` as ``table`` stores them: packed (:mod:`kgrag.store.packed`) where its
+        first column is a BLOB, as text in a version written before packed ids."""
+        if ids is None:
+            return None
+        if table not in self._packed:
+            columns = self._rows(f"PRAGMA table_info({table})")
+            self._packed[table] = bool(columns) and columns[0][2].upper() == "BLOB"
+        return [pack_id(i) for i in ids] if self._packed[table] else ids
 
     def _synonyms(self) -> list[Synonym]:
         rows = self._rows("SELECT src, dst, score FROM synonyms ORDER BY src, dst")

@@ -31,7 +31,7 @@ from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
-from kgrag.store.packed import relation_text
+from kgrag.store.packed import relation_text, unpack_id
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 
@@ -282,7 +282,7 @@ class _Upload:
             f"MATCH (c:`{chunk}` {{id: row.chunk}}), (e:`{entity}` {{id: row.entity}}) "
             "CREATE (c)-[:MENTIONS {count: row.count}]->(e)",
             (
-                {"entity": r[0], "chunk": r[1], "count": r[2]}
+                {"entity": unpack_id(r[0]), "chunk": unpack_id(r[1]), "count": r[2]}
                 for r in db.execute("SELECT entity_id, chunk_id, count FROM mentions")
             ),
         )
