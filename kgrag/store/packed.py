@@ -8,7 +8,8 @@ ends again in the two indexes that find a relation by either end. A content id
 number, then the hash. Any other id keeps its text behind a 0 byte, so nothing is
 lost. The co-occurrence predicate, the same on every such row, is stored as NULL.
 Mention rows (an entity, a chunk, a count, keyed by both and indexed by the chunk) hold
-their two ids packed the same way.
+their two ids packed the same way, and community rows their children, members and
+leaves as packed lists.
 
 Packed ids sort as their text does among content ids of one kind (the hash's bytes
 in order are its hex digits in order), so a scan ``ORDER BY id`` meets relations in
@@ -109,3 +110,36 @@ def relation_text(row: Any) -> tuple[Any, ...]:
 
 def _json(value: Any) -> str:  # as kgrag.store.schema.dumps writes a list of ids
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+#: the columns of a community row that hold packed id lists: children, members, leaves
+COMMUNITY_LISTS = (3, 4, 7)
+
+
+def community_values(c: Any) -> tuple[Any, ...]:
+    """The stored row of a community (:data:`kgrag.store.schema.DDL`'s ``communities``)."""
+    r = c.report
+    report = _json([r.title, r.key_entities, r.key_relations, r.sentences])
+    return (
+        c.id,
+        c.level,
+        c.parent,
+        pack_ids(c.children),
+        pack_ids(c.members),
+        report,
+        c.rating,
+        pack_ids(c.leaves),
+    )
+
+
+def row_text(table: str, row: Any) -> tuple[Any, ...]:
+    """A stored row of ``table`` with its packed ids as text (lists as JSON), as a
+    version before packed ids stored it: how a Neo4j version keeps its records."""
+    if table == "relations":
+        return relation_text(row)
+    if table == "communities":
+        return tuple(
+            _json(list(unpack_ids(v))) if i in COMMUNITY_LISTS and isinstance(v, bytes) else v
+            for i, v in enumerate(row)
+        )
+    return tuple(unpack_id(v) if isinstance(v, bytes) else v for v in row)

@@ -17,7 +17,15 @@ from ..types import (
     Synonym,
     TreeNode,
 )
-from .packed import pack_id, relation_text, relation_values, unpack_id
+from .packed import (
+    COMMUNITY_LISTS,
+    community_values,
+    pack_id,
+    relation_text,
+    relation_values,
+    unpack_id,
+    unpack_ids,
+)
 
 SCHEMA_VERSION = 1
 
@@ -44,8 +52,8 @@ CREATE TABLE mentions (entity_id BLOB, chunk_id BLOB, count INTEGER,
 CREATE TABLE relations (id BLOB PRIMARY KEY, src BLOB, predicate TEXT, dst BLOB, weight REAL,
                         kind TEXT, evidence BLOB) WITHOUT ROWID;
 CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
-CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children TEXT,
-                          members TEXT, report TEXT, rating REAL, leaves TEXT);
+CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children BLOB,
+                          members BLOB, report TEXT, rating REAL, leaves BLOB);
 CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
                          leaves TEXT);
 CREATE VIRTUAL TABLE communities_fts USING fts5(report, content='communities',
@@ -119,18 +127,7 @@ INSERTS: dict[str, tuple[str, Any]] = {
     ),
     "communities": (
         "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?)",
-        lambda m: (
-            m.id,
-            m.level,
-            m.parent,
-            dumps(m.children),
-            dumps(m.members),
-            dumps(
-                [m.report.title, m.report.key_entities, m.report.key_relations, m.report.sentences]
-            ),
-            m.rating,
-            dumps(m.leaves),
-        ),
+        community_values,  # children, members and leaves packed (kgrag.store.packed)
     ),
     "tree_nodes": (
         "INSERT INTO tree_nodes VALUES (?,?,?,?,?)",
@@ -176,9 +173,16 @@ def synonym(row: Any) -> Synonym:
 
 
 def community(row: Any) -> Community:
+    """A community from its stored row, its id lists packed or (a version before packed
+    ids, a Neo4j record) JSON text."""
     title, ents, rels, sents = json.loads(row[5])
     report = CommunityReport(title, tuple(ents), tuple(rels), tuple(sents))
-    return Community(row[0], row[1], row[2], _t(row[3]), _t(row[4]), report, row[6], _t(row[7]))
+    children, members, leaves = (_ids(row[i]) for i in COMMUNITY_LISTS)
+    return Community(row[0], row[1], row[2], children, members, report, row[6], leaves)
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    return unpack_ids(value) if isinstance(value, bytes) else _t(value)
 
 
 def tree_node(row: Any) -> TreeNode:

@@ -31,7 +31,7 @@ from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
-from kgrag.store.packed import relation_text, unpack_id
+from kgrag.store.packed import relation_text, row_text, unpack_id
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 
@@ -315,7 +315,10 @@ class _Upload:
     ) -> Iterator[Row]:
         """Rows of a leveled kind: those with a vector by row, then those without
         (``row`` -1); ``extra(row)``: more properties of a row with a vector."""
-        rec = {r[0]: r for r in self.staged.db.execute(f"SELECT * FROM {kind}")}  # noqa: S608
+        rec = {
+            r[0]: row_text(kind, r)  # packed ids as text
+            for r in self.staged.db.execute(f"SELECT * FROM {kind}")  # noqa: S608
+        }
         for row, id_, vec in self.staged.node_rows(kind):
             r = rec.pop(id_)
             props = {"id": id_, "row": row, "level": r[1], text: r[column]}

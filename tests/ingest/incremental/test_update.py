@@ -19,7 +19,7 @@ import pytest
 import kgrag
 from kgrag.cli.main import main
 from kgrag.store import open_store
-from kgrag.store.packed import relation_text, unpack_id
+from kgrag.store.packed import row_text
 from kgrag.store.vectors import within_a_code_step
 
 ZORBLAX = {
@@ -99,10 +99,7 @@ def test_delete_leaves_no_trace_and_is_idempotent(engine, graph):
         if table.endswith(("_fts", "_data", "_idx", "_docsize", "_config", "_content")):
             continue
         for row in db.execute(f"SELECT * FROM {table}"):
-            # relation and mention rows hold packed ids: read as text
-            if table == "relations":
-                row = relation_text(row)
-            text = json.dumps([unpack_id(v) if isinstance(v, bytes) else v for v in row])
+            text = json.dumps(row_text(table, row))  # packed ids read as text
             assert not any(c in text for c in gone_chunks | gone_entities), (table, row)
     assert not engine.query(ZQ_QUERY, k=3) or all(
         h["chunk"]["docId"] != "d:zq1" for h in engine.query(ZQ_QUERY, k=3)
