@@ -104,11 +104,13 @@ def relation_text(row: Any) -> tuple[Any, ...]:
         unpack_id(row[3]),
         row[4],
         row[5],
-        _json(list(unpack_ids(row[6]))) if row[6] is not None else None,
+        dumps(list(unpack_ids(row[6]))) if row[6] is not None else None,
     )
 
 
-def _json(value: Any) -> str:  # as kgrag.store.schema.dumps writes a list of ids
+def dumps(value: Any) -> str:
+    """A record field as JSON text, as every version's rows hold it (compact, keys sorted;
+    :mod:`kgrag.store.schema` writes its JSON fields with this too)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
@@ -119,7 +121,7 @@ COMMUNITY_LISTS = (3, 4, 7)
 def community_values(c: Any) -> tuple[Any, ...]:
     """The stored row of a community (:data:`kgrag.store.schema.DDL`'s ``communities``)."""
     r = c.report
-    report = _json([r.title, r.key_entities, r.key_relations, r.sentences])
+    report = dumps([r.title, r.key_entities, r.key_relations, r.sentences])
     return (
         c.id,
         c.level,
@@ -139,7 +141,7 @@ def row_text(table: str, row: Any) -> tuple[Any, ...]:
         return relation_text(row)
     if table == "communities":
         return tuple(
-            _json(list(unpack_ids(v))) if i in COMMUNITY_LISTS and isinstance(v, bytes) else v
+            dumps(list(unpack_ids(v))) if i in COMMUNITY_LISTS and isinstance(v, bytes) else v
             for i, v in enumerate(row)
         )
     return tuple(unpack_id(v) if isinstance(v, bytes) else v for v in row)

@@ -20,6 +20,7 @@ from ..types import (
 from .packed import (
     COMMUNITY_LISTS,
     community_values,
+    dumps,
     pack_id,
     relation_text,
     relation_values,
@@ -74,10 +75,6 @@ CREATE INDEX relations_dst ON relations(dst);
 CREATE INDEX communities_level ON communities(level);
 CREATE INDEX tree_nodes_level ON tree_nodes(level);
 """
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def _t(value: str) -> tuple[Any, ...]:
