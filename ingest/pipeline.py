@@ -112,6 +112,7 @@ def build(
     if not docs or current.get("fingerprint") == stamp:
         report.counts = current.get("counts", {})
         report.seconds = dict(stages.seconds)
+        report.memory_mib = dict(stages.memory_mib)
         return report
     if report.index_version and _same_settings(current.get("config", {}), config):
         return _incremental(store, documents, delete, config, stages, report, runner)
@@ -121,6 +122,7 @@ def build(
         report.index_version = commit(store, records, vectors, meta)
     report.changed = True
     report.seconds = dict(stages.seconds)
+    report.memory_mib = dict(stages.memory_mib)
     return report
 
 
@@ -163,6 +165,7 @@ def _incremental(
     ):
         field_.update({int(k): v for k, v in meta.get(key, {}).items()})
     report.seconds = dict(stages.seconds)
+    report.memory_mib = dict(stages.memory_mib)
     return report
 
 

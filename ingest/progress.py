@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +18,8 @@ class Stages:
     def __init__(self, show: bool) -> None:
         self.show = show
         self.seconds: dict[str, float] = {}
+        #: per stage, the resident set at its end and the process's peak so far, MiB
+        self.memory_mib: dict[str, tuple[float, float]] = {}
 
     @contextmanager
     def stage(self, name: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
@@ -33,9 +37,25 @@ class Stages:
             yield bar.update
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            self.memory_mib[name] = (resident_mib(), peak_mib())
             if total is not None and bar.n < total:
                 bar.update(total - bar.n)
             bar.close()
+
+
+def resident_mib() -> float:
+    """This process's resident set now, MiB (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mib() -> float:
+    """This process's peak resident set so far, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class PageBars:

@@ -30,6 +30,8 @@ class BuildReport:
     tree_nodes_per_level: dict[int, int] = field(default_factory=dict)
     graph_stats: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: per stage, (resident MiB at its end, the process's peak MiB so far)
+    memory_mib: dict[str, tuple[float, float]] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[InputError] = field(default_factory=list)
@@ -56,6 +58,9 @@ class BuildReport:
         if self.seconds:
             per = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
             lines.append(f"seconds      {per} (total {sum(self.seconds.values()):.1f}s)")
+        if self.memory_mib:
+            peak = max(p for _r, p in self.memory_mib.values())
+            lines.append(f"peak memory  {peak:,.0f} MiB resident")
         if self.worker_seconds:
             busy = sum(self.worker_seconds.values())
             lines.append(f"ray          {len(self.worker_seconds)} parse workers, {busy:.1f}s busy")
