@@ -7,7 +7,7 @@ leaves the previous version as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,30 +19,35 @@ from kgrag.types import Chunk, Document
 
 def commit(
     store: GraphStore,
-    records: Mapping[str, Sequence[Any]],
-    vectors: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    records: MutableMapping[str, Sequence[Any]],
+    vectors: MutableMapping[str, tuple[Sequence[str], np.ndarray]],
     meta: dict[str, Any],
 ) -> str:
-    """Write ``records`` (kind -> records) and ``vectors`` (kind -> ids, matrix); publish."""
+    """Write ``records`` (kind -> records) and ``vectors`` (kind -> ids, matrix); publish.
+    Both mappings are emptied as they are written (:func:`commit_with`)."""
     with store.writer() as writer:
         return commit_with(writer, records, vectors, meta)
 
 
 def commit_with(
     writer: GraphWriter,
-    records: Mapping[str, Sequence[Any]],
-    vectors: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    records: MutableMapping[str, Sequence[Any]],
+    vectors: MutableMapping[str, tuple[Sequence[str], np.ndarray]],
     meta: dict[str, Any],
 ) -> str:
     """:func:`commit` through a writer the caller already holds (and so the store lock).
     The manifest also gets the chunks' filterable fields (``filterFields``), so that a
-    reader advertises them without reading every chunk."""
+    reader advertises them without reading every chunk. Each kind is taken out of
+    ``records`` and ``vectors`` once written, so that what the caller held is freed
+    before the writer derives the serving files (a build's peak memory)."""
     if "chunks" in records and "documents" in records:
         meta = dict(meta, filterFields=filter_fields(records["chunks"], records["documents"]))
-    for kind, batch in records.items():
-        writer.add(kind, batch)
-    for kind, (ids, matrix) in vectors.items():
+    for kind in list(records):
+        writer.add(kind, records.pop(kind))
+    for kind in list(vectors):
+        ids, matrix = vectors.pop(kind)
         writer.add_vectors(kind, ids, matrix)
+        del ids, matrix
     return writer.commit(meta)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import igraph as ig
 import leidenalg
@@ -24,6 +25,8 @@ import numpy as np
 
 from kgrag.ids import content_id
 from kgrag.types import Community, CommunityReport, Entity, Relation, Sentence, Synonym
+
+from .relation_table import RelationTable, relation_columns
 
 KEY_ENTITIES = 8
 KEY_RELATIONS = 8
@@ -65,7 +68,7 @@ class _Index:
     ew: np.ndarray
     ru: np.ndarray  # relations in report preference order
     rv: np.ndarray
-    rel_text: list[str]
+    rel_text: Sequence[str]
     sent_text: list[str]  # sentences in tie-break order (length, chunk, index)
     inc_s: np.ndarray  # distinct (sentence, vertex) mentions
     inc_v: np.ndarray
@@ -131,19 +134,17 @@ def _graph_edges(
     pos: Mapping[str, int], relations: Sequence[Relation], synonyms: Sequence[Synonym]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Undirected weighted edges, parallel edges summed, self loops and unknowns dropped."""
-    triples = [
-        (pos[r.src], pos[r.dst], r.weight * (2.0 if r.kind == "svo" else 1.0))
-        for r in relations
-        if r.src in pos and r.dst in pos
-    ]
-    triples += [
-        (pos[s.src], pos[s.dst], s.score) for s in synonyms if s.src in pos and s.dst in pos
-    ]
-    if not triples:
+    cols = relation_columns(relations, pos)
+    known = (cols.src >= 0) & (cols.dst >= 0)
+    syns = [s for s in synonyms if s.src in pos and s.dst in pos]
+    if not known.any() and not syns:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
-    arr = np.array(triples, dtype=np.float64)
-    a, b, w = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2]
+    a = np.concatenate([cols.src[known], np.fromiter((pos[s.src] for s in syns), np.int64)])
+    b = np.concatenate([cols.dst[known], np.fromiter((pos[s.dst] for s in syns), np.int64)])
+    stated = np.where(cols.stated[known], 2.0, 1.0)
+    w = np.concatenate([cols.weight[known] * stated, [s.score for s in syns]])
+    del cols, syns
     keep = (a != b) & (w > 0)
     lo, hi, w = np.minimum(a, b)[keep], np.maximum(a, b)[keep], w[keep]
     n = len(pos)
@@ -240,11 +241,7 @@ def _build_index(
     by_name = sorted(range(len(ents)), key=lambda i: (names[i], ents[i].id))
     name_rank = np.empty(len(ents), dtype=np.int64)
     name_rank[by_name] = np.arange(len(ents))
-    rels = sorted(
-        (r for r in relations if r.src in pos and r.dst in pos and r.src != r.dst),
-        key=lambda r: (r.kind != "svo", -r.weight, r.id),
-    )
-    rel_text = [f"{names[pos[r.src]]} -{r.predicate}-> {names[pos[r.dst]]}" for r in rels]
+    ru, rv, rel_text = _relation_order(pos, names, relations)
     sent_text, inc_s, inc_v = _sentence_index(pos, sentences, chunk_texts)
     chunk_ids = sorted({c for e in ents for c in e.chunk_ids})
     chunk_pos = {c: i for i, c in enumerate(chunk_ids)}
@@ -257,8 +254,8 @@ def _build_index(
         eu=edges[0],
         ev=edges[1],
         ew=edges[2],
-        ru=np.array([pos[r.src] for r in rels], dtype=np.int64),
-        rv=np.array([pos[r.dst] for r in rels], dtype=np.int64),
+        ru=ru,
+        rv=rv,
         rel_text=rel_text,
         sent_text=sent_text,
         inc_s=inc_s,
@@ -267,6 +264,52 @@ def _build_index(
         men_v=men[:, 0],
         men_c=men[:, 1],
     )
+
+
+def _relation_order(
+    pos: Mapping[str, int], names: Sequence[str], relations: Sequence[Relation]
+) -> tuple[np.ndarray, np.ndarray, Sequence[str]]:
+    """The relations between two distinct vertexes in report preference order (stated
+    first, then by weight, then by id): their ends, and their texts rendered when read
+    (a report quotes a few; at 60k passages the text of all would take ~350 MB)."""
+    cols = relation_columns(relations, pos, ids=True)
+    assert cols.ids is not None  # asked for
+    kept = np.flatnonzero((cols.src >= 0) & (cols.dst >= 0) & (cols.src != cols.dst))
+    order = kept[np.lexsort((cols.ids[kept], -cols.weight[kept], ~cols.stated[kept]))]
+    return (
+        cols.src[order],
+        cols.dst[order],
+        _RelationTexts(relations, order, cols.src, cols.dst, names),
+    )
+
+
+class _RelationTexts(Sequence[str]):
+    """``A -predicate-> B`` for the i-th relation of an order, made when asked for."""
+
+    def __init__(
+        self,
+        relations: Sequence[Relation],
+        order: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        names: Sequence[str],
+    ) -> None:
+        self.relations, self.order, self.src, self.dst = relations, order, src, dst
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        at = int(self.order[i])
+        rels = self.relations
+        if isinstance(rels, RelationTable):  # its columns: no relation object made
+            predicate = rels.predicates[rels.predicate[at]]
+        else:
+            predicate = rels[at].predicate
+        return f"{self.names[self.src[at]]} -{predicate}-> {self.names[self.dst[at]]}"
 
 
 def _sentence_index(

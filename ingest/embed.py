@@ -8,12 +8,12 @@ file's title and enclosing headings after the passage (:func:`collections`). The
 sentences that name entities (the ones a community report can quote) get vectors
 from the same model pass: with a mean-pooling model, the mean of the chunk's token
 vectors inside the sentence. A fact is an SVO relation rendered as text; by default
-its vector is composed, not encoded (:func:`compose_facts`).
+its vector is composed, not encoded (:func:`composed_blocks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -129,16 +129,21 @@ def embed_facts(
     return encode([fact_text(r, names) for r in relations])
 
 
-def compose_facts(
+#: facts composed at a time (three float32 temporaries of this many rows)
+_COMPOSE_BLOCK = 16384
+
+
+def composed_blocks(
     encode: Encode,
     tokens: Callable[[list[str]], np.ndarray],
     relations: Sequence[Relation],
     names: Mapping[str, str],
     entity_vectors: tuple[Sequence[str], np.ndarray],
-) -> np.ndarray:
-    """Fact vectors from parts already embedded: the subject's and object's entity
-    vectors and the predicate's (one model call per distinct predicate), each weighted
-    by its token count, summed and scaled to unit length.
+) -> Iterator[np.ndarray]:
+    """Fact vectors from parts already embedded, a block of rows at a time (a writer
+    stores each block as it comes; :func:`joined` makes them one matrix): the subject's
+    and object's entity vectors and the predicate's (one model call per distinct
+    predicate), each weighted by its token count, summed and scaled to unit length.
 
     A mean-pooling encoder makes a text's vector the mean of its token vectors, so
     this is the encoding of "subject predicate object" with each part's tokens seen
@@ -146,9 +151,9 @@ def compose_facts(
     predicate instead of one per fact; ``embed.facts = "encode"`` encodes each fact
     instead.
     """
-    ids, matrix = entity_vectors
     if not relations:
-        return np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), np.float32)
+        return
+    ids, matrix = entity_vectors
     row = {e: i for i, e in enumerate(ids)}
     preds = sorted({r.predicate for r in relations})
     pred_row = {p: i for i, p in enumerate(preds)}
@@ -156,24 +161,34 @@ def compose_facts(
     used = sorted({e for r in relations for e in (r.src, r.dst)})
     used_row = {e: i for i, e in enumerate(used)}
     ent_vecs = matrix[[row[e] for e in used]] * tokens([names[e] for e in used])[:, None]
-    src = [used_row[r.src] for r in relations]
-    dst = [used_row[r.dst] for r in relations]
-    out = ent_vecs[src] + ent_vecs[dst] + pred_vecs[[pred_row[r.predicate] for r in relations]]
-    return normalise(out)
+    for lo in range(0, len(relations), _COMPOSE_BLOCK):
+        block = relations[lo : lo + _COMPOSE_BLOCK]
+        src = [used_row[r.src] for r in block]
+        dst = [used_row[r.dst] for r in block]
+        summed = ent_vecs[src] + ent_vecs[dst] + pred_vecs[[pred_row[r.predicate] for r in block]]
+        yield normalise(summed)
 
 
-def fact_vectors(
+def fact_blocks(
     mode: str,
     encode: Encode,
     tokens: Callable[[list[str]], np.ndarray],
     relations: Sequence[Relation],
     names: Mapping[str, str],
     entity_vectors: tuple[Sequence[str], np.ndarray],
-) -> np.ndarray:
-    """Fact vectors as the config's ``embed.facts`` asks: "compose" or "encode"."""
-    if mode == "encode":
-        return embed_facts(encode, relations, names)
-    return compose_facts(encode, tokens, relations, names, entity_vectors)
+) -> Iterator[np.ndarray]:
+    """Fact vectors as the config's ``embed.facts`` asks ("compose" or "encode"), in
+    consecutive blocks of rows (:func:`joined` makes them one matrix)."""
+    if mode != "encode":
+        yield from composed_blocks(encode, tokens, relations, names, entity_vectors)
+    elif relations:
+        yield embed_facts(encode, relations, names)
+
+
+def joined(blocks: Iterable[np.ndarray], dim: int) -> np.ndarray:
+    """Blocks of rows as one matrix (``dim`` columns when there are none)."""
+    parts = list(blocks)
+    return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
 
 
 def report_text(community: Community, relations: int = 3) -> str:

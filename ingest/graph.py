@@ -12,6 +12,7 @@ needs one).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +20,8 @@ from scipy.sparse.csgraph import connected_components
 
 from kgrag.errors import KgragError
 from kgrag.types import Chunk, Entity, Mention, Relation, Synonym
+
+from .relation_table import RelationTable, relation_columns
 
 
 def check_whole(
@@ -31,7 +34,13 @@ def check_whole(
     """Refuse (:class:`KgragError`) a relation, mention or synonymy edge whose end is
     neither a known entity nor a known chunk."""
     known = {e.id for e in entities} | {c.id for c in chunks}
-    dangling = [r.id for r in relations if r.src not in known or r.dst not in known]
+    if isinstance(relations, RelationTable):  # its ends, each once, not every relation
+        unknown = {e for e in relations.entities if e not in known}
+        dangling = (
+            [r.id for r in relations if r.src in unknown or r.dst in unknown] if unknown else []
+        )
+    else:
+        dangling = [r.id for r in relations if r.src not in known or r.dst not in known]
     dangling += [
         f"{m.entity_id}@{m.chunk_id}"
         for m in mentions
@@ -56,13 +65,29 @@ def graph_stats(
     check_whole(entities, chunks, mentions, relations, synonyms)
     ids = sorted(e.id for e in entities) + sorted(c.id for c in chunks)
     index = {v: i for i, v in enumerate(ids)}
-    ends = [(r.src, r.dst) for r in relations]
-    ends += [(m.entity_id, m.chunk_id) for m in mentions]
-    ends += [(s.src, s.dst) for s in synonyms]
-    src = np.array([index[a] for a, _ in ends], dtype=np.int64)
-    dst = np.array([index[b] for _, b in ends], dtype=np.int64)
+    cols = relation_columns(relations, index)
+    src = np.concatenate(
+        [
+            cols.src,
+            np.fromiter(
+                chain((index[x.entity_id] for x in mentions), (index[s.src] for s in synonyms)),
+                np.int64,
+            ),
+        ]
+    )
+    dst = np.concatenate(
+        [
+            cols.dst,
+            np.fromiter(
+                chain((index[x.chunk_id] for x in mentions), (index[s.dst] for s in synonyms)),
+                np.int64,
+            ),
+        ]
+    )
+    del cols
+    m = len(src)
     n = len(ids)
-    edges = sp.coo_matrix((np.ones(len(ends), dtype=np.int8), (src, dst)), shape=(n, n))
+    edges = sp.coo_matrix((np.ones(m, dtype=np.int8), (src, dst)), shape=(n, n))
     stats = {"vertices": n, "components": int(connected_components(edges, directed=False)[0])}
     counts = {"relation": len(relations), "mention": len(mentions), "synonym": len(synonyms)}
     for kind, count in sorted(counts.items()):

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgrag.config import Config
-from kgrag.store import GraphStore, open_store
+from kgrag.store import RECORD_KINDS, GraphStore, GraphWriter, open_store
 from kgrag.types import Chunk, Community, Document
 
 from . import embed
-from .commit import commit
+from .commit import commit_with
 from .communities import build_communities
 from .embed import batched
+from .extract import Extraction
 from .graph import graph_stats
 from .load import LoadResult, load_paths
 from .parse import LOCAL, Runner, build_encoder
@@ -116,10 +117,11 @@ def build(
         return report
     if report.index_version and _same_settings(current.get("config", {}), config):
         return _incremental(store, documents, delete, config, stages, report, runner)
-    records, vectors, meta = _run_stages(docs, config, stages, report, runner)
-    meta["fingerprint"] = stamp
-    with stages.stage("commit"):
-        report.index_version = commit(store, records, vectors, meta)
+    with store.writer() as writer:  # records go in as each is final (bounded memory)
+        records, vectors, meta = _run_stages(docs, config, stages, report, runner, writer)
+        meta["fingerprint"] = stamp
+        with stages.stage("commit"):
+            report.index_version = commit_with(writer, records, vectors, meta)
     report.changed = True
     report.seconds = dict(stages.seconds)
     report.memory_mib = dict(stages.memory_mib)
@@ -183,9 +185,22 @@ def _merge(
 
 
 def _run_stages(
-    docs: list[Document], c: Config, stages: Stages, report: BuildReport, runner: Runner
+    docs: list[Document],
+    c: Config,
+    stages: Stages,
+    report: BuildReport,
+    runner: Runner,
+    writer: GraphWriter,
 ) -> tuple[dict[str, Sequence[Any]], dict[str, Any], dict[str, Any]]:
-    """Run chunk .. raptor; return the records, vectors and manifest metadata."""
+    """Run chunk .. raptor, handing ``writer`` each record and vector kind once the
+    later stages no longer read it (and letting it go here); return the rest of the
+    records and vectors, and the manifest metadata."""
+    counts: dict[str, int] = {}
+
+    def put(kind: str, batch: Sequence[Any]) -> None:
+        counts[kind] = len(batch)
+        writer.add(kind, batch)
+
     encoder = build_encoder(c)  # first, so a bad model name fails before any parsing
     parsed = runner.parse(docs, c, encoder, stages, (True, True))
     encoder = runner.encoder(encoder, c)
@@ -197,51 +212,63 @@ def _run_stages(
             batched(encoder, tick),
             synonym_threshold=c.resolve.synonym_threshold,
             synonym_k=c.resolve.synonym_k,
+            release=True,  # the raw names go once resolved
         )
+    parsed.extraction = Extraction()
+    writer.add_vectors("sentences", *parsed.sentence_vectors(res.sentences))
+    parsed.named_ids, parsed.named_vectors = [], parsed.named_vectors[:0]
     with stages.stage("graph", 1):
         report.graph_stats = graph_stats(
             res.entities, chunks, res.mentions, res.relations, res.synonyms
         )
+    put("mentions", res.mentions)
+    res.mentions.clear()
     with stages.stage("communities", 1):
         communities = _communities(res, chunks, c)
+    for kind, batch in (("sentences", res.sentences), ("synonyms", res.synonyms)):
+        put(kind, batch)
+        batch.clear()
     names = {e.id: e.name for e in res.entities}
     facts = embed.facts(res.relations)
     with stages.stage("embed", len(facts) + len(communities)) as tick:
-        encode = batched(encoder, tick)
-        chunk_vecs = parsed.chunk_vectors
-        sentence_vecs = parsed.sentence_vectors(res.sentences)
-        entity_vectors = ([e.id for e in res.entities], res.entity_vectors)
+        entity_ids = [e.id for e in res.entities]
+        fact_ids = [f.id for f in facts]
         quiet = batched(encoder, lambda _n: None)  # the bar counts facts, not predicates
-        fact_vecs = embed.fact_vectors(
-            c.embed.facts, quiet, encoder.token_counts, facts, names, entity_vectors
+        blocks = embed.fact_blocks(
+            c.embed.facts,
+            quiet,
+            encoder.token_counts,
+            facts,
+            names,
+            (entity_ids, res.entity_vectors),
         )
-        tick(len(facts))
-        community_vecs = embed.embed_communities(encode, communities)
+        writer.add_vector_blocks("facts", fact_ids, res.entity_vectors.shape[1], blocks)
+        del facts, names
+        tick(len(fact_ids))
+        writer.add_vectors("entities", entity_ids, res.entity_vectors)
+        res.entity_vectors = res.entity_vectors[:0]
+        put("relations", res.relations)
+        res.relations.clear()
+        community_vecs = embed.embed_communities(batched(encoder, tick), communities)
+        writer.add_vectors("communities", [m.id for m in communities], community_vecs)
+        del community_vecs
+    report.communities_per_level = dict(sorted(Counter(m.level for m in communities).items()))
+    put("communities", communities)
+    del communities
     with stages.stage("raptor") as tick:
-        tree = run_tree(chunks, chunk_vecs, c)
+        tree = run_tree(chunks, parsed.chunk_vectors, c)
         tree_vecs = embed.embed_tree(batched(encoder, tick), tree)
+        writer.add_vectors("tree_nodes", [t.id for t in tree], tree_vecs)
+    report.tree_nodes_per_level = dict(sorted(Counter(t.level for t in tree).items()))
+    put("tree_nodes", tree)
     records: dict[str, Sequence[Any]] = {
         "documents": docs,
         "chunks": chunks,
-        "sentences": res.sentences,
         "entities": res.entities,
-        "mentions": res.mentions,
-        "relations": res.relations,
-        "synonyms": res.synonyms,
-        "communities": communities,
-        "tree_nodes": tree,
     }
-    vectors = {
-        "chunks": ([ch.id for ch in chunks], chunk_vecs),
-        "sentences": sentence_vecs,
-        "entities": ([e.id for e in res.entities], res.entity_vectors),
-        "facts": ([f.id for f in facts], fact_vecs),
-        "communities": ([m.id for m in communities], community_vecs),
-        "tree_nodes": ([t.id for t in tree], tree_vecs),
-    }
-    report.counts = {k: len(v) for k, v in records.items()}
-    report.communities_per_level = dict(sorted(Counter(m.level for m in communities).items()))
-    report.tree_nodes_per_level = dict(sorted(Counter(t.level for t in tree).items()))
+    vectors = {"chunks": ([ch.id for ch in chunks], parsed.chunk_vectors)}
+    counts.update((k, len(v)) for k, v in records.items())
+    report.counts = {k: counts[k] for k in RECORD_KINDS}  # in the writer's order
     return records, vectors, build_meta(c, encoder, report)
 
 

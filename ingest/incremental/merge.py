@@ -227,8 +227,11 @@ def _derived_vectors(
             kept,
             "facts",
             facts,
-            lambda fs: embed.fact_vectors(
-                c.embed.facts, encode, tokens, fs, names, ([e.id for e in ents], ent_matrix)
+            lambda fs: embed.joined(
+                embed.fact_blocks(
+                    c.embed.facts, encode, tokens, fs, names, ([e.id for e in ents], ent_matrix)
+                ),
+                ent_matrix.shape[1],
             ),
         ),
         "communities": _reuse_reports(kept, records["communities"], encode),

@@ -115,10 +115,10 @@ def apply_update(
         records, vectors, meta = _grow(
             kept, docs, new_docs, config, encoder, (split, contextual), stages, runner
         )
+        added = {d.id for d in new_docs}
+        chunks = sum(1 for c in records["chunks"] if c.doc_id in added)
         with stages.stage("commit"):
             version = commit_with(writer, records, vectors, meta)
-    added = {d.id for d in new_docs}
-    chunks = sum(1 for c in records["chunks"] if c.doc_id in added)
     return UpdateResult(version, True, ids, len(gone), chunks, meta["counts"])
 
 

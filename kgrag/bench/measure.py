@@ -105,6 +105,8 @@ def measure_ingest(corpus: Path, graph: Path, config: Any, *, progress: bool) ->
         "graph": str(graph),
         "passages": len(texts),
         "stages_s": {name: sig(s) for name, s in report.seconds.items()},
+        # resident MiB at each stage's end, and the process's peak by then
+        "stages_mib": {name: [sig(r), sig(p)] for name, (r, p) in report.memory_mib.items()},
         "total_s": sig(total),
         "bare_encode_s": sig(bare),
         "ratio": sig(total / bare, 3),

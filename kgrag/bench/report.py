@@ -67,10 +67,13 @@ def _ingest_md(f: dict[str, Any]) -> list[str]:
         "",
         f"{f['corpus']}: {f['passages']:,} passages into {f['graph']}.",
         "",
-        "| stage | seconds |",
-        "|---|---|",
+        "| stage | seconds | resident MiB at its end | peak MiB by then |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {name} | {s} |" for name, s in f["stages_s"].items()]
+    memory = f.get("stages_mib", {})
+    for name, s in f["stages_s"].items():
+        rss, peak = memory.get(name, ("", ""))
+        lines.append(f"| {name} | {s} | {rss} | {peak} |")
     lines += [
         f"| **total (wall)** | {f['total_s']} |",
         f"| bare encoding (same passages, same model) | {f['bare_encode_s']} |",

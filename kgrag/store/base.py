@@ -437,6 +437,16 @@ class GraphWriter(ABC):
     def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:
         """Store the vectors of one kind (one of VECTOR_KINDS), row i for ids[i]."""
 
+    def add_vector_blocks(
+        self, kind: str, ids: Sequence[str], dim: int, blocks: Iterable[np.ndarray]
+    ) -> None:
+        """Store the vectors of one kind given as consecutive blocks of rows (ids[i] for
+        row i of them all), for a matrix too large to hold whole: a writer that can
+        writes each block as it comes; this one joins them."""
+        parts = [np.asarray(b, np.float32) for b in blocks]
+        matrix = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+        self.add_vectors(kind, ids, matrix)
+
     @abstractmethod
     def commit(self, meta: dict[str, Any]) -> str:
         """Publish the version atomically, record ``meta`` in the manifest; return its id."""

@@ -16,7 +16,7 @@ def _rel(src: str, pred: str, dst: str) -> Relation:
     return Relation(f"r:{src}{pred}{dst}", src, pred, dst, 1.0, "svo", ("c:1",))
 
 
-def test_compose_weights_each_part_by_its_tokens():
+def test_compose_weights_each_part_by_its_tokens(monkeypatch):
     ids = ["e:a", "e:b"]
     matrix = np.eye(4, dtype=np.float32)[:2]  # e:a -> x0, e:b -> x1
     names = {"e:a": "Ann Lee Smith", "e:b": "Bo"}
@@ -27,12 +27,15 @@ def test_compose_weights_each_part_by_its_tokens():
     def tokens(texts):
         return np.array([len(t.split()) for t in texts], dtype=np.float32)
 
-    out = embed.compose_facts(
-        encode, tokens, [_rel("e:a", "be born in", "e:b")], names, (ids, matrix)
-    )
+    rels = [_rel("e:a", "be born in", "e:b")] * 3
+    monkeypatch.setattr(embed, "_COMPOSE_BLOCK", 2)
+    blocks = list(embed.composed_blocks(encode, tokens, rels, names, (ids, matrix)))
+    assert [len(b) for b in blocks] == [2, 1]
+    out = embed.joined(blocks, 4)
     want = np.array([3.0, 1.0, 3.0, 0.0]) / np.sqrt(19.0)
     assert np.allclose(out[0], want, atol=1e-6)
-    empty = embed.compose_facts(encode, tokens, [], names, (ids, matrix))
+    assert np.array_equal(out, np.tile(out[0], (3, 1)))
+    empty = embed.joined(embed.composed_blocks(encode, tokens, [], names, (ids, matrix)), 4)
     assert empty.shape == (0, 4)
 
 

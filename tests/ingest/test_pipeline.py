@@ -7,9 +7,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ingest import build, ingest_paths
 from ingest.load import load_paths
+from kgrag.config import load_config
 from kgrag.store import RECORD_KINDS, open_store
 from tests.conftest import SCIENCE, small_config
 
@@ -134,3 +136,34 @@ def test_same_input_builds_the_same_graph(science_graph: Path, tmp_path: Path):
     report = build(list(reversed(documents)), tmp_path / "again", small_config())
     assert report.changed
     assert _dump(tmp_path / "again") == _dump(science_graph)
+
+
+def test_a_stage_failing_after_records_were_written_leaves_the_previous_version(
+    science_graph: Path, tmp_path: Path, monkeypatch
+):
+    """The version's writer takes records as the build goes; a stage that fails after
+    mentions, relations and vectors were handed to it (RAPTOR, near the end) publishes
+    nothing and leaves nothing behind: the previous version answers as before."""
+    import shutil
+
+    import ingest.pipeline
+
+    graph = tmp_path / "g"
+    shutil.copytree(science_graph, graph)
+    store = open_store(graph)
+    versions = sorted(p.name for p in (graph / "versions").iterdir())
+    before = (store.current(), (graph / "manifest.json").read_bytes(), _dump(graph))
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("raptor broke")
+
+    monkeypatch.setattr(ingest.pipeline, "run_tree", broken)
+    config = load_config(  # other settings than the graph's: a whole rebuild, not a growth
+        communities={"max_size": 5},
+        raptor={"top_size": 2, "max_cluster": 4},
+        extract={"n_process": 1},
+    )
+    with pytest.raises(RuntimeError, match="raptor broke"):
+        build(load_paths([SCIENCE]).documents, graph, config)
+    assert (store.current(), (graph / "manifest.json").read_bytes(), _dump(graph)) == before
+    assert sorted(p.name for p in (graph / "versions").iterdir()) == versions

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ingest.extract import Extraction, RawMention, RawRelation, RawSentence
+from ingest.relation_table import RelationTable, relation_columns
 from ingest.resolve import normalise, resolve, synonym_pairs
 from kgrag.ids import content_id
 
@@ -136,3 +137,110 @@ def test_clustered_synonym_search_finds_the_exact_pairs(monkeypatch):
     assert len(exact) >= 300
     assert {(s.src, s.dst) for s in clustered} == exact
     assert synonym_pairs(ids, vectors, 0.9, 5) == clustered  # deterministic
+
+
+def _grouped_by_dict(ex: Extraction, eid) -> list[tuple]:
+    """What the relations should be, grouped the plain way (a dict per key)."""
+    seen: dict[tuple[str, str, str, str], list] = {}
+    for r in ex.relations:
+        src, dst = eid(r.chunk_id, r.src), eid(r.chunk_id, r.dst)
+        if src == dst or not src or not dst:
+            continue
+        if r.kind == "cooc" and dst < src:
+            src, dst = dst, src
+        entry = seen.setdefault((src, r.predicate, dst, r.kind), [0, set()])
+        entry[0] += 1
+        entry[1].add(r.chunk_id)
+    return [
+        (content_id("relation", s, p, d), s, p, d, float(w), k, tuple(sorted(ev)))
+        for (s, p, d, k), (w, ev) in sorted(seen.items())
+    ]
+
+
+def test_relations_are_grouped_as_a_dict_would_group_them():
+    """Many raw relations over a few names, predicates and chunks (repeats, both
+    directions of a co-occurrence, self loops, unknown names): the sorted grouping
+    gives what a dict of keys gives, relation by relation, in the same order."""
+    rng = np.random.default_rng(7)
+    names = [f"Name{i}" for i in range(12)]
+    chunks = [f"c{i}" for i in range(9)]
+    mentions = [RawMention(c, 0, n, "ORG") for c in chunks for n in names[:10]]
+    relations = []
+    for _ in range(2000):
+        a, b = rng.choice(names, 2)  # Name10 and Name11 are never mentioned: dropped
+        kind = "cooc" if rng.random() < 0.6 else "svo"
+        pred = "co-occurs with" if kind == "cooc" else str(rng.choice(["be", "win", "own"]))
+        relations.append(RawRelation(str(rng.choice(chunks)), a, pred, b, kind))
+    ex = Extraction(mentions=mentions, relations=relations)
+    docs = {c: "d1" for c in chunks}
+    res = resolve(ex, docs, _fake_encode, synonym_threshold=0.99, synonym_k=3)
+    ids = {e.name: e.id for e in res.entities}
+    want = _grouped_by_dict(ex, lambda _c, n: ids.get(n, ""))
+    got = [(r.id, r.src, r.predicate, r.dst, r.weight, r.kind, r.evidence) for r in res.relations]
+    assert len(want) > 100 and any(len(w[-1]) > 1 for w in want)
+    assert got == want
+
+
+def test_relation_table_reads_as_the_relations_it_holds():
+    """The resolved relations are held as columns: read by index, slice or in order
+    they are the relation objects; the columns the graph stages read instead give the
+    same ends, weights, kinds and ids as the objects; cleared, it holds none."""
+    names = ["Acme", "Globex", "Initech", "Umbrella"]
+    ex = Extraction(
+        mentions=[RawMention(c, 0, n, "ORG") for c in ("c1", "c2", "c3") for n in names],
+        relations=[
+            RawRelation("c1", "Acme", "own", "Globex", "svo"),
+            RawRelation("c3", "Acme", "own", "Globex", "svo"),
+            RawRelation("c2", "Initech", "co-occurs with", "Acme", "cooc"),
+            RawRelation("c2", "Umbrella", "sue", "Initech", "svo"),
+            RawRelation("c1", "Umbrella", "sue", "Initech", "svo"),
+            RawRelation("c1", "Umbrella", "sue", "Initech", "svo"),
+        ],
+    )
+    res = resolve(
+        ex, {"c1": "d1", "c2": "d1", "c3": "d2"}, _fake_encode, synonym_threshold=0.99, synonym_k=3
+    )
+    table = res.relations
+    assert isinstance(table, RelationTable)
+    rels = list(table)
+    assert len(rels) == len(table) == 3
+    assert [table[i] for i in range(3)] == rels == table[:] and table[-1] == rels[2]
+    assert table[1:] == rels[1:] and table == rels and rels == table
+    with pytest.raises(IndexError):
+        table[3]
+    by_pred = {r.predicate: r for r in rels}
+    assert by_pred["own"].evidence == ("c1", "c3") and by_pred["own"].weight == 2.0
+    assert by_pred["sue"].evidence == ("c1", "c2") and by_pred["sue"].weight == 3.0
+    assert by_pred["co-occurs with"].kind == "cooc" and by_pred["own"].kind == "svo"
+    pos = {e.id: i for i, e in enumerate(res.entities) if e.name != "Umbrella"}
+    from_table = relation_columns(table, pos)
+    from_objects = relation_columns(rels, pos, ids=True)
+    for field in ("src", "dst", "weight", "stated", "ids"):
+        assert np.array_equal(getattr(from_table, field), getattr(from_objects, field)), field
+    assert (from_table.src == -1).sum() == 1  # Umbrella is not in pos
+    table.clear()
+    assert len(table) == 0 and list(table) == []
+
+
+def test_release_empties_the_extraction_and_resolves_the_same():
+    def extraction():
+        return Extraction(
+            mentions=[RawMention("c1", 0, n, "ORG") for n in ("Acme", "Globex")],
+            relations=[RawRelation("c1", "Acme", "own", "Globex", "svo")],
+            sentences=[RawSentence("c1", 0, 0, 9, ("Acme", "Globex"))],
+        )
+
+    kept, released = extraction(), extraction()
+    a = resolve(kept, {"c1": "d1"}, _fake_encode, synonym_threshold=0.99, synonym_k=3)
+    b = resolve(
+        released, {"c1": "d1"}, _fake_encode, synonym_threshold=0.99, synonym_k=3, release=True
+    )
+    assert (a.entities, list(a.relations), a.mentions, a.sentences, a.synonyms) == (
+        b.entities,
+        list(b.relations),
+        b.mentions,
+        b.sentences,
+        b.synonyms,
+    )
+    assert len(kept.relations) == 1 and len(kept.mentions) == 2
+    assert released.mentions == released.relations == released.sentences == []

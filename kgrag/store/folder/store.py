@@ -204,6 +204,30 @@ class SQLiteGraphWriter(GraphWriter):
         np.save(path, matrix)
         self._vector_ids(kind, ids)
 
+    def add_vector_blocks(
+        self, kind: str, ids: Sequence[str], dim: int, blocks: Iterable[np.ndarray]
+    ) -> None:
+        """Each block written to the kind's file as it comes: no more than one block of
+        the matrix is ever in memory."""
+        if kind not in VECTOR_KINDS:
+            raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
+        path = self.folder / "vectors" / f"{kind}.npy"
+        self._filled = [m for m in self._filled if Path(str(m.filename)) != path]
+        path.unlink(missing_ok=True)
+        rows = 0
+        with open(path, "wb") as f:
+            header = {"descr": "<f4", "fortran_order": False, "shape": (len(ids), dim)}
+            np.lib.format.write_array_header_1_0(f, header)
+            for block in blocks:
+                block = np.ascontiguousarray(block, dtype="<f4")
+                if block.ndim != 2 or block.shape[1] != dim:
+                    raise StoreError(f"{kind}: a block of shape {block.shape}, not (n, {dim})")
+                rows += len(block)
+                f.write(block.tobytes())
+        if rows != len(ids):
+            raise StoreError(f"{kind}: {len(ids)} ids but {rows} rows in the blocks")
+        self._vector_ids(kind, ids)
+
     def vectors_to_fill(self, kind: str, ids: Sequence[str], dim: int) -> np.ndarray:
         """The vectors of one kind as a zeroed float32 file mapped for writing, shape
         ``(len(ids), dim)``, row i for ids[i]: for a matrix too large to hold in memory

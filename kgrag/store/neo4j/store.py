@@ -216,6 +216,11 @@ class Neo4jGraphWriter(GraphWriter):
     def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:
         self._writer.add_vectors(kind, ids, matrix)
 
+    def add_vector_blocks(
+        self, kind: str, ids: Sequence[str], dim: int, blocks: Iterable[np.ndarray]
+    ) -> None:
+        self._writer.add_vector_blocks(kind, ids, dim, blocks)
+
     def commit(self, meta: dict[str, Any]) -> str:
         staged = self._writer.commit(meta)
         store = self.store

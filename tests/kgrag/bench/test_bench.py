@@ -125,6 +125,10 @@ def test_ingest_is_timed_against_bare_encoding_and_http_skipped(built: Path):
     assert ingest["passages"] == passages
     assert {"load", "extract", "embed", "commit"} <= ingest["stages_s"].keys()
     assert all(_positive(s) for s in ingest["stages_s"].values())
+    # each stage's memory: resident at its end, within the process's peak by then
+    assert ingest["stages_mib"].keys() == ingest["stages_s"].keys()
+    assert all(0 < rss <= peak for rss, peak in ingest["stages_mib"].values())
+    assert max(peak for _rss, peak in ingest["stages_mib"].values()) <= ingest["peak_rss_mib"]
     for key in ("total_s", "bare_encode_s", "ratio", "peak_rss_mib", "disk_bytes_per_passage"):
         assert _positive(ingest[key]), key
     assert open_store(ingest["graph"]).current() is not None

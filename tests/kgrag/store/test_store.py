@@ -17,7 +17,7 @@ from kgrag.search.stats import (
     specificity,
     title_entity,
 )
-from kgrag.store import SQLiteGraphStore
+from kgrag.store import GraphWriter, SQLiteGraphStore
 from kgrag.store.vectors import dequantize, quantize
 from kgrag.types import (
     Chunk,
@@ -295,6 +295,37 @@ def test_graph_adjacency_names_and_stats(store):
     assert r.adjacency("links", np.array([c1, c2])).indices.tolist() == []
     with pytest.raises(Exception, match="unknown graph"):
         r.adjacency("roads", np.array([0]))
+
+
+def test_vectors_added_in_blocks_are_the_vectors_stored(tmp_path):
+    """``add_vector_blocks``: the folder writer streams each block to the version's
+    file, the base writer joins them; both store what ``add_vectors`` of the whole
+    matrix stores, and a block of the wrong width or a row count that is not the ids'
+    fails with the kind named and publishes nothing."""
+    matrix = np.random.default_rng(5).normal(size=(7, 4)).astype(np.float32)
+    blocks = [matrix[:3], matrix[3:6], matrix[6:]]
+    ids = [f"c:1#{i}" for i in range(7)]
+    stored = {}
+    for name, joined in (("folder", False), ("base", True)):
+        store = SQLiteGraphStore(tmp_path / name, keep_versions=2)
+        with store.writer() as w:
+            for kind, batch in _records().items():
+                w.add(kind, batch)
+            w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+            add = GraphWriter.add_vector_blocks if joined else type(w).add_vector_blocks
+            add(w, "sentences", ids, 4, iter(blocks))
+            w.commit({"dim": 4})
+        with store.reader() as r:
+            got_ids, got = r.vectors("sentences")
+            assert got_ids == ids
+            stored[name] = np.asarray(got)
+    assert np.array_equal(stored["folder"], stored["base"])
+    assert np.array_equal(stored["folder"], dequantize(*quantize(matrix)))
+    store = SQLiteGraphStore(tmp_path / "bad", keep_versions=2)
+    for bad, message in (([matrix[:, :3]], "sentences: a block of shape"), ([matrix[:5]], "7 ids")):
+        with store.writer() as w, pytest.raises(StoreError, match=message):
+            w.add_vector_blocks("sentences", ids, 4, bad)
+    assert store.current() is None
 
 
 def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
