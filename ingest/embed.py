@@ -23,10 +23,18 @@ from kgrag.ids import sentence_id
 from kgrag.types import Chunk, Community, Relation, TreeNode
 
 Encode = Callable[[list[str]], np.ndarray]
-#: texts and character spans of each -> text vectors and a span matrix per text
-EncodeSpans = Callable[
-    [list[str], list[list[tuple[int, int]]]], tuple[np.ndarray, list[np.ndarray]]
-]
+
+
+class EncodeSpans(Protocol):
+    """Texts and character spans of each -> text vectors and a span matrix per text
+    (the text vectors written into ``into``'s matrix at its rows when given)."""
+
+    def __call__(
+        self,
+        texts: list[str],
+        spans: list[list[tuple[int, int]]],
+        into: tuple[np.ndarray, Sequence[int]] | None = None,
+    ) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
 
 #: a file is a collection when at least this share of its sections are each about
@@ -216,15 +224,25 @@ _ENCODE_BATCH = 256
 
 def batched(encoder: Encoder, update: Any) -> Any:
     """An encode function that embeds each distinct text once, longest first
-    (:func:`spanned` without spans); the progress bar advances per input text."""
+    (:func:`spanned` without spans), into the rows of the first time each text
+    comes and copies those rows to its repeats: one matrix of the texts' size, not a
+    matrix of the distinct texts and then a reordered copy (1 GB at 60k passages'
+    entity names); the progress bar advances per input text."""
 
     def encode(texts: list[str]) -> np.ndarray:
-        unique = list(dict.fromkeys(texts))
-        scale = len(texts) / len(unique) if unique else 1.0
+        first: dict[str, int] = {}
+        for i, t in enumerate(texts):
+            first.setdefault(t, i)
+        out = np.zeros((len(texts), encoder.dim), np.float32)
+        if not first:
+            return out
+        scale = len(texts) / len(first)
         encode_spans = spanned(encoder, lambda n: update(round(n * scale)))
-        out, _ = encode_spans(unique, [[] for _ in unique])
-        row_of = {t: i for i, t in enumerate(unique)}
-        return out[[row_of[t] for t in texts]] if texts else out
+        encode_spans(list(first), [[] for _ in first], into=(out, list(first.values())))
+        repeats = [i for i, t in enumerate(texts) if first[t] != i]
+        if repeats:
+            out[repeats] = out[[first[texts[i]] for i in repeats]]
+        return out
 
     return encode
 
@@ -232,13 +250,16 @@ def batched(encoder: Encoder, update: Any) -> Any:
 def spanned(encoder: Encoder, update: Any) -> EncodeSpans:
     """A span encode function (:meth:`Encoder.encode_spans`) over batches of texts
     sorted longest first (padding stays low in every batch); the progress bar advances
-    per text."""
+    per text. With ``into`` (a matrix and a row for each text), the text vectors are
+    written there instead of into a new matrix."""
 
     def encode(
-        texts: list[str], spans: list[list[tuple[int, int]]]
+        texts: list[str],
+        spans: list[list[tuple[int, int]]],
+        into: tuple[np.ndarray, Sequence[int]] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.zeros((len(texts), encoder.dim), np.float32)
+        out, where = into or (np.zeros((len(texts), encoder.dim), np.float32), None)
         span_out: list[np.ndarray] = [np.zeros((0, encoder.dim), np.float32)] * len(texts)
         step = getattr(encoder, "texts_per_call", _ENCODE_BATCH)  # a pool takes more
         for i in range(0, len(order), step):
@@ -246,7 +267,7 @@ def spanned(encoder: Encoder, update: Any) -> EncodeSpans:
             vecs, span_vecs = encoder.encode_spans(
                 [texts[r] for r in rows], [spans[r] for r in rows]
             )
-            out[rows] = vecs
+            out[rows if where is None else [where[r] for r in rows]] = vecs
             for r, matrix in zip(rows, span_vecs, strict=True):
                 span_out[r] = matrix
             update(len(rows))

@@ -23,6 +23,7 @@ import numpy as np
 from kgrag.config import Config
 from kgrag.encoders import Encoder, load_encoder
 from kgrag.ids import sentence_id
+from kgrag.store.vectors import dequantize, quantize
 from kgrag.types import Chunk, Document, Sentence
 
 from . import embed
@@ -41,9 +42,13 @@ class Parsed:
     chunks: list[Chunk]
     extraction: Extraction
     chunk_vectors: np.ndarray  # row i = chunks[i]
-    #: every sentence that names something, chunk by chunk, and its vector
+    #: every sentence that names something, chunk by chunk, and its vector as the
+    #: version stores sentence vectors, int8 codes and a scale a row (a quarter of the
+    #: float32 bytes while the build waits for resolve; coding is idempotent, so the
+    #: version gets the same bytes)
     named_ids: list[str]
-    named_vectors: np.ndarray
+    named_codes: np.ndarray
+    named_scale: np.ndarray
 
     @classmethod
     def join(cls, parts: Sequence[Parsed], dim: int) -> Parsed:
@@ -52,13 +57,15 @@ class Parsed:
         for p in parts:
             ex.mentions.extend(p.extraction.mentions)
             ex.relations.extend(p.extraction.relations)
+            ex.cooc.extend(p.extraction.cooc)
             ex.sentences.extend(p.extraction.sentences)
         return cls(
             [c for p in parts for c in p.chunks],
             ex,
             _stack([p.chunk_vectors for p in parts], dim),
             [i for p in parts for i in p.named_ids],
-            _stack([p.named_vectors for p in parts], dim),
+            _stack([p.named_codes for p in parts], dim, np.int8),
+            np.concatenate([np.zeros(0, np.float32), *(p.named_scale for p in parts)]),
         )
 
     def sentence_vectors(self, sentences: Sequence[Sentence]) -> tuple[list[str], np.ndarray]:
@@ -66,14 +73,20 @@ class Parsed:
         the order the chunk pass read them."""
         keep = {sentence_id(s.chunk_id, s.index) for s in sentences if s.entity_ids}
         rows = [i for i, sid in enumerate(self.named_ids) if sid in keep]
-        return [self.named_ids[i] for i in rows], self.named_vectors[rows]
+        vectors = dequantize(self.named_codes[rows], self.named_scale[rows])
+        return [self.named_ids[i] for i in rows], vectors
+
+    def release_sentences(self) -> None:
+        """Let the sentence vectors go (a build has taken the ones it keeps)."""
+        self.named_ids = []
+        self.named_codes, self.named_scale = self.named_codes[:0], self.named_scale[:0]
 
 
-def _stack(blocks: Sequence[np.ndarray], dim: int) -> np.ndarray:
+def _stack(blocks: Sequence[np.ndarray], dim: int, dtype: type = np.float32) -> np.ndarray:
     full = [b for b in blocks if len(b)]
     if not full:
-        return np.zeros((0, dim), np.float32)
-    return np.concatenate(full).astype(np.float32, copy=False)
+        return np.zeros((0, dim), dtype)
+    return np.concatenate(full).astype(dtype, copy=False)
 
 
 def build_encoder(c: Config) -> Encoder:
@@ -107,7 +120,7 @@ def parse_documents(
     with stages.stage("embed", len(chunks)) as tick:
         named = [s for s in ex.sentences if s.names]
         vectors, (ids, matrix) = embed.embed_chunks(embed.spanned(encoder, tick), chunks, named)
-    return Parsed(chunks, ex, vectors, ids, matrix)
+    return Parsed(chunks, ex, vectors, ids, *quantize(matrix))
 
 
 class Runner(Protocol):

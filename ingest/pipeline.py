@@ -216,7 +216,7 @@ def _run_stages(
         )
     parsed.extraction = Extraction()
     writer.add_vectors("sentences", *parsed.sentence_vectors(res.sentences))
-    parsed.named_ids, parsed.named_vectors = [], parsed.named_vectors[:0]
+    parsed.release_sentences()
     with stages.stage("graph", 1):
         report.graph_stats = graph_stats(
             res.entities, chunks, res.mentions, res.relations, res.synonyms

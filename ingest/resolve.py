@@ -76,6 +76,7 @@ def resolve(
     if release:
         extraction.mentions.clear()
         extraction.relations.clear()
+        extraction.cooc.clear()
     sentences = [
         Sentence(
             s.chunk_id,
@@ -175,7 +176,7 @@ def _relations(extraction: Extraction, eid: Callable[[str, str], str]) -> Relati
     kinds: dict[str, int] = {}
     chunk: dict[str, int] = {}
     cs, cp, cd, ck, cc = (array("i") for _ in range(5))
-    for r in extraction.relations:
+    for r in extraction.every_relation():
         src, dst = eid(r.chunk_id, r.src), eid(r.chunk_id, r.dst)
         if src == dst or not src or not dst:
             continue

@@ -156,3 +156,55 @@ def test_a_collections_articles_are_embedded_under_their_own_heading(tmp_path: P
         want, [span] = encoder.encode_with_spans(text, [(start, start + len(c.text))])
         assert np.allclose(vectors[row], want, atol=1e-5)
         assert np.allclose(sentence_vectors[row], span, atol=1e-5)
+
+
+def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
+    """The chunk pass's sentence vectors wait for resolve as int8 codes: joined from
+    two batches, the vectors of the sentences kept are the float ones coded as the
+    version codes them, and coding them again (as the commit does) changes nothing."""
+    from ingest.extract import Extraction
+    from ingest.parse import Parsed
+    from kgrag.store.vectors import dequantize, quantize
+    from kgrag.types import Sentence
+
+    rng = np.random.default_rng(11)
+    floats = rng.normal(size=(5, 4)).astype(np.float32)
+    ids = [f"c:{i // 3}#{i % 3}" for i in range(5)]
+    parts = [
+        Parsed([], Extraction(), np.zeros((0, 4), np.float32), ids[a:b], *quantize(floats[a:b]))
+        for a, b in ((0, 3), (3, 5))
+    ]
+    joined = Parsed.join(parts, 4)
+    kept = [Sentence(f"c:{i // 3}", i % 3, 0, 1, ("e:x",) if i != 1 else ()) for i in range(5)]
+    got_ids, got = joined.sentence_vectors(kept)
+    assert got_ids == [ids[i] for i in (0, 2, 3, 4)]
+    want = dequantize(*quantize(floats[[0, 2, 3, 4]]))
+    assert np.array_equal(got, want)
+    assert all(np.array_equal(a, b) for a, b in zip(quantize(got), quantize(want), strict=True))
+    joined.release_sentences()
+    none_ids, none = joined.sentence_vectors(kept)
+    assert none_ids == [] and none.shape == (0, 4)
+
+
+def test_batched_encodes_each_distinct_text_once_into_its_rows(encoder):
+    """Repeated texts are encoded once and get their first row's vector; every row
+    is the model's own vector for its text, and the bar counts every input text."""
+    seen: list[int] = []
+    calls: list[list[str]] = []
+
+    class Counting:
+        dim = encoder.dim
+
+        def encode_spans(self, texts, spans):
+            calls.append(list(texts))
+            return encoder.encode_spans(texts, spans)
+
+    texts = ["Warsaw", "Marie Curie", "Warsaw", "Paris", "Marie Curie", "Warsaw"]
+    out = embed.batched(Counting(), seen.append)(texts)
+    assert sorted(t for call in calls for t in call) == ["Marie Curie", "Paris", "Warsaw"]
+    alone = encoder.encode(["Warsaw", "Marie Curie", "Paris"])
+    for i, t in enumerate(texts):
+        assert np.allclose(out[i], alone[["Warsaw", "Marie Curie", "Paris"].index(t)], atol=1e-5)
+    assert np.array_equal(out[0], out[2]) and np.array_equal(out[0], out[5])
+    assert sum(seen) == len(texts)
+    assert embed.batched(Counting(), seen.append)([]).shape == (0, encoder.dim)
