@@ -163,7 +163,7 @@ def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
     two batches, the vectors of the sentences kept are the float ones coded as the
     version codes them, and coding them again (as the commit does) changes nothing."""
     from ingest.extract import Extraction
-    from ingest.parse import Parsed
+    from ingest.parse import Parsed, _coded
     from kgrag.store.vectors import dequantize, quantize
     from kgrag.types import Sentence
 
@@ -181,6 +181,9 @@ def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
     want = dequantize(*quantize(floats[[0, 2, 3, 4]]))
     assert np.array_equal(got, want)
     assert all(np.array_equal(a, b) for a, b in zip(quantize(got), quantize(want), strict=True))
+    # the chunk pass codes its matrix a block at a time: the same codes and scales
+    blockwise = _coded(floats, block=2)
+    assert all(np.array_equal(a, b) for a, b in zip(blockwise, quantize(floats), strict=True))
     joined.release_sentences()
     none_ids, none = joined.sentence_vectors(kept)
     assert none_ids == [] and none.shape == (0, 4)
