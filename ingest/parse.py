@@ -79,7 +79,9 @@ class Parsed:
     def release_sentences(self) -> None:
         """Let the sentence vectors go (a build has taken the ones it keeps)."""
         self.named_ids = []
-        self.named_codes, self.named_scale = self.named_codes[:0], self.named_scale[:0]
+        # new empty arrays: a slice would be a view that keeps the whole buffer alive
+        self.named_codes = np.zeros((0, self.named_codes.shape[1]), np.int8)
+        self.named_scale = np.zeros(0, np.float32)
 
 
 def _stack(blocks: Sequence[np.ndarray], dim: int, dtype: type = np.float32) -> np.ndarray:

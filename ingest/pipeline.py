@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kgrag.config import Config
 from kgrag.store import RECORD_KINDS, GraphStore, GraphWriter, open_store
 from kgrag.types import Chunk, Community, Document
@@ -242,11 +244,12 @@ def _run_stages(
             names,
             (entity_ids, res.entity_vectors),
         )
-        writer.add_vector_blocks("facts", fact_ids, res.entity_vectors.shape[1], blocks)
+        dim = res.entity_vectors.shape[1]
+        writer.add_vector_blocks("facts", fact_ids, dim, blocks)
         del facts, names
         tick(len(fact_ids))
         writer.add_vectors("entities", entity_ids, res.entity_vectors)
-        res.entity_vectors = res.entity_vectors[:0]
+        res.entity_vectors = np.zeros((0, dim), np.float32)  # not a view: let it go
         put("relations", res.relations)
         res.relations.clear()
         community_vecs = embed.embed_communities(batched(encoder, tick), communities)

@@ -89,7 +89,7 @@ class RelationTable(Sequence[Relation]):
     def clear(self) -> None:
         """Let the columns go (a build has written the relations)."""
         empty = np.zeros(0, np.int32)
-        self.ids = self.ids[:0]
+        self.ids = np.zeros(0, self.ids.dtype)  # not a view: let the buffer go
         self.src = self.predicate = self.dst = self.kind = empty
         self.weight = np.zeros(0)
         self.evidence_at, self.evidence = np.zeros(1, np.int64), empty

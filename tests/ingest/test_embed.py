@@ -187,6 +187,7 @@ def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
     joined.release_sentences()
     none_ids, none = joined.sentence_vectors(kept)
     assert none_ids == [] and none.shape == (0, 4)
+    assert joined.named_codes.base is None  # not a view keeping the whole matrix alive
 
 
 def test_batched_encodes_each_distinct_text_once_into_its_rows(encoder):

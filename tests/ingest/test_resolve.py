@@ -220,6 +220,7 @@ def test_relation_table_reads_as_the_relations_it_holds():
     assert (from_table.src == -1).sum() == 1  # Umbrella is not in pos
     table.clear()
     assert len(table) == 0 and list(table) == []
+    assert all(getattr(table, c).base is None for c in ("ids", "src", "weight", "evidence"))
 
 
 def test_release_empties_the_extraction_and_resolves_the_same():
