@@ -122,16 +122,7 @@ def parse_documents(
     with stages.stage("embed", len(chunks)) as tick:
         named = [s for s in ex.sentences if s.names]
         vectors, (ids, matrix) = embed.embed_chunks(embed.spanned(encoder, tick), chunks, named)
-    return Parsed(chunks, ex, vectors, ids, *_coded(matrix))
-
-
-def _coded(matrix: np.ndarray, block: int = 16384) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`quantize` a block of rows at a time (it works in float64: the whole
-    matrix at once would take twice its float32 bytes more)."""
-    parts = [quantize(matrix[lo : lo + block]) for lo in range(0, len(matrix), block)]
-    if not parts:
-        return quantize(matrix)
-    return np.concatenate([c for c, _ in parts]), np.concatenate([s for _, s in parts])
+    return Parsed(chunks, ex, vectors, ids, *quantize(matrix))
 
 
 class Runner(Protocol):

@@ -31,6 +31,15 @@ _BLOCK = 16_384  # rows converted at a time
 
 
 def quantize(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_quantize_rows` a block of rows at a time: it works in float64, so the
+    whole matrix at once would take twice its float32 bytes more."""
+    if len(matrix) <= _BLOCK:
+        return _quantize_rows(matrix)
+    parts = [_quantize_rows(matrix[lo : lo + _BLOCK]) for lo in range(0, len(matrix), _BLOCK)]
+    return np.concatenate([c for c, _ in parts]), np.concatenate([s for _, s in parts])
+
+
+def _quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes and float32 row scales of a float matrix: codes in steps of the row's
     largest magnitude / 127, and the scale that gives the dequantised row the norm of
     the row coded (a unit vector stays a unit vector, so a cosine index and a dot

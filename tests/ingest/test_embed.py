@@ -158,12 +158,13 @@ def test_a_collections_articles_are_embedded_under_their_own_heading(tmp_path: P
         assert np.allclose(sentence_vectors[row], span, atol=1e-5)
 
 
-def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
+def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them(monkeypatch):
     """The chunk pass's sentence vectors wait for resolve as int8 codes: joined from
     two batches, the vectors of the sentences kept are the float ones coded as the
     version codes them, and coding them again (as the commit does) changes nothing."""
     from ingest.extract import Extraction
-    from ingest.parse import Parsed, _coded
+    from ingest.parse import Parsed
+    from kgrag.store import vectors
     from kgrag.store.vectors import dequantize, quantize
     from kgrag.types import Sentence
 
@@ -181,9 +182,11 @@ def test_parsed_parts_keep_their_sentence_vectors_as_the_version_stores_them():
     want = dequantize(*quantize(floats[[0, 2, 3, 4]]))
     assert np.array_equal(got, want)
     assert all(np.array_equal(a, b) for a, b in zip(quantize(got), quantize(want), strict=True))
-    # the chunk pass codes its matrix a block at a time: the same codes and scales
-    blockwise = _coded(floats, block=2)
-    assert all(np.array_equal(a, b) for a, b in zip(blockwise, quantize(floats), strict=True))
+    # the matrix is coded a block at a time: the same codes and scales
+    whole = quantize(floats)
+    monkeypatch.setattr(vectors, "_BLOCK", 2)
+    blockwise = quantize(floats)
+    assert all(np.array_equal(a, b) for a, b in zip(blockwise, whole, strict=True))
     joined.release_sentences()
     none_ids, none = joined.sentence_vectors(kept)
     assert none_ids == [] and none.shape == (0, 4)
