@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from kgrag.store.packed import unpack_id
+from kgrag.store.packed import id_column, unpack_id
 from kgrag.text.keys import COOC, WALK_WEIGHTS, title_key, title_link_pairs
 
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
@@ -222,7 +222,7 @@ def save_relations(out: Path, db: sqlite3.Connection, erows: Rows) -> None:
     order = np.lexsort((cols, rows))
     np.save(out / "relations.indptr.npy", _indptr(rows, len(erows.sorted)))
     np.save(out / "relations.indices.npy", cols[order].astype(index_dtype(len(erows.sorted))))
-    np.save(out / "relations.data.npy", lengths[order].astype(np.float32))  # 1 and 1.5: exact
+    np.save(out / "relations.data.npy", lengths[order].astype(np.float16))  # 1 and 1.5: exact
     np.save(out / "relations.edge.npy", index[order].astype(index_dtype(m)))
     np.save(out / "relations.ids.npy", _ids_at(db, at))
     # the connected component of each entity over these relations: an entity of another
@@ -240,14 +240,13 @@ def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
 def _ids_at(db: sqlite3.Connection, at: np.ndarray) -> np.ndarray:
     """The ids of the relations at positions ``at`` of the id-ordered scan."""
     wanted = np.sort(at)
-    picked: list[bytes] = []
+    picked: list[bytes | str] = []
     seen = 0
     for batch in batches(db, "SELECT id FROM relations ORDER BY id"):
         lo, hi = np.searchsorted(wanted, [seen, seen + len(batch)])
-        picked += [unpack_id(batch[i - seen][0]).encode() for i in wanted[lo:hi].tolist()]
+        picked += [batch[i - seen][0] for i in wanted[lo:hi].tolist()]
         seen += len(batch)
-    arr = np.array(picked) if picked else np.zeros(0, dtype="S1")
-    return arr[np.searchsorted(wanted, at)]
+    return id_column(picked)[np.searchsorted(wanted, at)]
 
 
 def save_links(out: Path, titles: list[str], texts: list[str]) -> None:

@@ -70,8 +70,8 @@ CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row
 INDEXES = """
 CREATE INDEX chunks_doc ON chunks(doc_id, idx);
 CREATE INDEX mentions_chunk ON mentions(chunk_id);
-CREATE INDEX relations_src ON relations(src);
-CREATE INDEX relations_dst ON relations(dst);
+CREATE INDEX relations_src ON relations(src) WHERE kind = 'svo';
+CREATE INDEX relations_dst ON relations(dst) WHERE kind = 'svo';
 CREATE INDEX communities_level ON communities(level);
 CREATE INDEX tree_nodes_level ON tree_nodes(level);
 """

@@ -65,7 +65,7 @@ from kgrag.store.graph_files import (
     save_title_entity,
     save_walk,
 )
-from kgrag.store.packed import unpack_id
+from kgrag.store.packed import filled_copies, unpack_id
 from kgrag.store.vectors import is_coded, open_matrix
 from kgrag.text.keys import (
     MAX_NAME_TOKENS,
@@ -195,7 +195,9 @@ def _save_communities(out: Path, db: sqlite3.Connection, ids: np.ndarray) -> Non
     size = np.zeros(n, dtype=np.int64)
     key_of: list[bytes] = [b""] * n
     covered = np.zeros(n, dtype=bool)
-    for batch in batches(db, "SELECT * FROM communities"):
+    select = "SELECT * FROM communities"
+    for batch in batches(db, select):
+        batch = filled_copies(batch, lambda wanted: _rows_of(db, select, wanted))
         rows = crows([r[0] for r in batch]).tolist()
         for row, record in zip(rows, batch, strict=True):
             if row < 0:
@@ -223,6 +225,15 @@ def _save_communities(out: Path, db: sqlite3.Connection, ids: np.ndarray) -> Non
     canonical[list(seen.values())] = True
     np.save(out / "attr.communities.canonical.npy", canonical)
     np.save(out / "attr.communities.hierarchy.npy", np.lexsort((rank, -level)).astype(np.int64))
+
+
+def _rows_of(db: sqlite3.Connection, select: str, ids: list[str]) -> list[Any]:
+    """The rows of ``select`` (a SELECT ... FROM) with these ids."""
+    out: list[Any] = []
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        out += db.execute(f"{select} WHERE id IN ({','.join('?' * len(part))})", part).fetchall()
+    return out
 
 
 def _save_postings(

@@ -27,6 +27,7 @@ from kgrag.store.ann import ann_nearest, open_ann
 from kgrag.store.arrays import FileRows, map_array
 from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
 from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
+from kgrag.store.packed import column_ids
 from kgrag.store.serving import HALF_KINDS
 from kgrag.store.vectors import VectorRows, open_matrix
 
@@ -277,7 +278,7 @@ class ServingFiles:
             return rows
 
     def relation_ids(self, edges: np.ndarray) -> list[str]:
-        return [b.decode() for b in self._gather("relations.ids", edges).tolist()]
+        return column_ids(self._gather("relations.ids", edges))
 
     def attribute(self, kind: str, name: str, rows: np.ndarray | None) -> np.ndarray:
         file = _ATTRIBUTE_FILES.get((kind, name), f"attr.{kind}.{name}")

@@ -18,7 +18,7 @@ from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, RecordReader
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
-from kgrag.store.packed import pack_id, unpack_id
+from kgrag.store.packed import filled_copies, pack_id, unpack_id
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 from kgrag.types import (
@@ -130,9 +130,9 @@ class SQLiteGraphReader(RecordReader):
     def _relations(self, keys: Sequence[str] | None, by_end: bool) -> list[Relation]:
         base = "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
         wanted = self._keys("relations", keys)
-        if by_end and wanted is not None:
-            rows = self._by_ids(base, "src", wanted)
-            rows += self._by_ids(base, "dst", wanted)
+        if by_end and wanted is not None:  # stated relations: the end indexes' rows
+            rows = self._by_ids(base, "kind = 'svo' AND src", wanted)
+            rows += self._by_ids(base, "kind = 'svo' AND dst", wanted)
         else:
             rows = self._by_ids(base, "id", wanted)
         unique = {unpack_id(r[0]): r for r in rows}
@@ -155,6 +155,7 @@ class SQLiteGraphReader(RecordReader):
     def _communities(self, level: int | None, ids: Sequence[str] | None) -> list[Community]:
         sql = "SELECT * FROM communities"
         rows = self._by_ids(sql, "id", ids)
+        rows = filled_copies(rows, lambda wanted: self._by_ids(sql, "id", wanted))
         out = [schema.community(r) for r in rows if level is None or r[1] == level]
         return sorted(out, key=lambda c: (c.level, c.id))
 

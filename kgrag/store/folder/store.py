@@ -38,6 +38,7 @@ from kgrag.store.base import (
     GraphWriter,
 )
 from kgrag.store.folder.reader import SQLiteGraphReader
+from kgrag.store.packed import community_rows, report_text
 from kgrag.store.serving import SERVING, SERVING_FORMAT, derive
 from kgrag.store.vectors import code_files
 from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
@@ -188,9 +189,23 @@ class SQLiteGraphWriter(GraphWriter):
             raise InvalidParams(f"unknown record kind {kind!r}", field="kind")
         sql, row = schema.INSERTS[kind]
         try:
-            self.db.executemany(sql, (row(r) for r in records))
+            if kind == "communities":
+                self._communities(list(records))
+            else:
+                self.db.executemany(sql, (row(r) for r in records))
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"duplicate {kind} record: {exc}") from exc
+
+    def _communities(self, batch: list[Any]) -> None:
+        """A batch of communities, a copy carried down a level stored as NULLs
+        (:func:`~kgrag.store.packed.community_rows`); the full-text index gets every
+        row's report as it is added (its rebuild at commit would read the NULLs)."""
+        (last,) = self.db.execute("SELECT coalesce(max(rowid), 0) FROM communities").fetchone()
+        self.db.executemany(schema.INSERTS["communities"][0], community_rows(batch))
+        self.db.executemany(
+            "INSERT INTO communities_fts(rowid, report) VALUES (?, ?)",
+            ((last + 1 + i, report_text(c)) for i, c in enumerate(batch)),
+        )
 
     def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:
         if kind not in VECTOR_KINDS:
@@ -253,8 +268,9 @@ class SQLiteGraphWriter(GraphWriter):
         self._filled.clear()
         code_files(self.folder / "vectors")
         self.db.executescript(schema.INDEXES)
-        for fts, _, _ in schema.FTS.values():
-            self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+        for kind, (fts, _, _) in schema.FTS.items():
+            if kind != "communities":  # indexed as they were added
+                self.db.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
         self.db.commit()
         self.db.close()
         derive(self.folder, self.folder / SERVING, ann_min_rows=self.store.ann_min_rows)

@@ -122,7 +122,7 @@ class Neo4jGraphReader(VersionSearch, RecordReader):
         if by_end and ids is not None:
             found = self.connection.run(
                 f"UNWIND $t AS k MATCH (a:`{e}` {{id: k}})-[r:RELATED]-(:`{e}`) "
-                "RETURN DISTINCT r.rec",
+                "WHERE r.kind = 'svo' RETURN DISTINCT r.rec",
                 t=list(dict.fromkeys(ids)),
             )
             recs = [json.loads(r[0]) for r in found]

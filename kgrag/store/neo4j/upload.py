@@ -31,7 +31,13 @@ from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
-from kgrag.store.packed import relation_text, row_text, unpack_id
+from kgrag.store.packed import (
+    column_ids,
+    filled_copies,
+    relation_text,
+    row_text,
+    unpack_id,
+)
 from kgrag.store.serving import SERVING
 from kgrag.store.vectors import open_matrix
 
@@ -242,7 +248,7 @@ class _Upload:
         staged, entity = self.staged, self.labels["entities"]
         facts = staged.node_rows("facts")
         self.put("facts", ({"props": {"id": i, "row": row}, "vec": v} for row, i, v in facts))
-        edge_of = {rid: i for i, rid in enumerate(ids_of(staged.array("relations.ids")))}
+        edge_of = {rid: i for i, rid in enumerate(column_ids(staged.array("relations.ids")))}
         rels = (
             {
                 "src": r[1],
@@ -315,10 +321,11 @@ class _Upload:
     ) -> Iterator[Row]:
         """Rows of a leveled kind: those with a vector by row, then those without
         (``row`` -1); ``extra(row)``: more properties of a row with a vector."""
-        rec = {
-            r[0]: row_text(kind, r)  # packed ids as text
-            for r in self.staged.db.execute(f"SELECT * FROM {kind}")  # noqa: S608
-        }
+        stored = list(self.staged.db.execute(f"SELECT * FROM {kind}"))  # noqa: S608
+        if kind == "communities":  # every row is here: a copy's child among them
+            stored = filled_copies(stored, lambda _: ())
+        rec = {r[0]: row_text(kind, r) for r in stored}  # packed ids as text
+        del stored
         for row, id_, vec in self.staged.node_rows(kind):
             r = rec.pop(id_)
             props = {"id": id_, "row": row, "level": r[1], text: r[column]}

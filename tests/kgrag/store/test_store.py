@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -97,7 +98,10 @@ def _records(tag: str = "") -> dict[str, list]:
         "sentences": [Sentence("c:1", 0, 0, 17, ("e:d",))],
         "entities": entities,
         "mentions": [Mention("e:d", "c:1", 2), Mention("e:v", "c:2")],
-        "relations": [Relation("r:1", "e:d", "co-occurs with", "e:v", 1.0, "cooc", ("c:1", "c:2"))],
+        "relations": [
+            Relation("r:1", "e:d", "co-occurs with", "e:v", 1.0, "cooc", ("c:1", "c:2")),
+            Relation("r:2", "e:d", "feeds", "e:v", 2.0, "svo", ("c:1",)),
+        ],
         "synonyms": [Synonym("e:d", "e:v", 0.81)],
         "communities": [Community("m:1", 0, None, (), ("e:d", "e:v"), report, 7.5, ("c:1", "c:2"))],
         "tree_nodes": [TreeNode("t:1", 1, ("c:1", "c:2"), "Rivers flow.", ("c:1", "c:2"))],
@@ -124,7 +128,9 @@ def test_round_trip(store):
         assert r.sentences() == want["sentences"]
         assert r.mentions() == sorted(want["mentions"], key=lambda m: (m.chunk_id, m.entity_id))
         assert r.relations() == want["relations"]
-        assert r.relations(touching=["e:v"]) == want["relations"]
+        # by an end: stated relations alone, not co-occurrences
+        assert r.relations(touching=["e:v"]) == want["relations"][1:]
+        assert r.relations(["r:1"], touching=["e:d"]) == []
         assert r.synonyms() == want["synonyms"]
         assert r.communities(level=0) == want["communities"]
         assert r.communities(level=1) == []
@@ -213,6 +219,41 @@ def test_vectors_must_match_their_ids(store):
         w.add_vectors("chunks", ["c:1", "c:2"], np.zeros((3, 4), np.float32))
 
 
+def test_a_community_carried_down_is_stored_once_and_read_whole(store):
+    """A community carried down a level unchanged (one child with its members, report
+    and leaves) is stored as NULLs and read back whole, down a chain of copies, alone
+    or with its child; a one-child community that differs is stored whole; every
+    row's report is found by a sparse search."""
+    records = _records()
+    base = replace(records["communities"][0], parent="m:2")  # m:1, level 0
+    alone = CommunityReport("Vistula", ("Vistula",), (), ("The Vistula flows north.",))
+    records["communities"] = [
+        base,
+        Community("m:2", 1, "m:3", ("m:1",), base.members, base.report, 6.0, base.leaves),
+        Community("m:3", 2, None, ("m:2",), base.members, base.report, 5.0, base.leaves),
+        Community("m:4", 1, None, ("m:5",), ("e:v",), alone, 1.0, ("c:2",)),
+        Community("m:5", 0, "m:4", (), ("e:v",), replace(alone, title="V"), 1.0, ("c:2",)),
+    ]
+    with store.writer() as w:
+        for kind, batch in records.items():
+            w.add(kind, batch)
+        w.add_vectors("chunks", ["c:1", "c:2"], np.eye(2, 4, dtype=np.float32))
+        w.commit({"dim": 4})
+    want = sorted(records["communities"], key=lambda c: (c.level, c.id))
+    with store.reader() as r:
+        assert r.communities() == want
+        assert r.communities(ids=["m:3"]) == [want[4]]
+        assert r.communities(ids=["m:2", "m:1"]) == [want[0], want[2]]
+        assert r.communities(level=2) == [want[4]]
+        found = {i for i, _ in r.search_sparse("Danube", 9, kind="communities")}
+        assert found == {"m:1", "m:2", "m:3"}
+        if isinstance(store, SQLiteGraphStore):
+            db = sqlite3.connect(r.folder / "graph.sqlite")
+            blank = db.execute("SELECT id FROM communities WHERE report IS NULL").fetchall()
+            db.close()
+            assert sorted(blank) == [("m:2",), ("m:3",)]
+
+
 def test_sparse_search_over_reports_and_summaries(store):
     _write(store)
     with store.reader() as r:
@@ -227,7 +268,6 @@ def test_sparse_search_over_reports_and_summaries(store):
 def _write_query_side(store) -> str:
     """The records above with vectors for chunks, entities and the one fact."""
     records = _records()
-    records["relations"].append(Relation("r:2", "e:d", "feeds", "e:v", 2.0, "svo", ("c:1",)))
     with store.writer() as w:
         for kind, batch in records.items():
             w.add(kind, batch)
@@ -352,7 +392,7 @@ def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
         assert np.array_equal(np.asarray(stored), dequantize(*quantize(matrix)))
         assert np.abs(np.asarray(stored) - matrix).max() <= np.abs(matrix).max() / 127
         assert np.allclose(r.vectors("facts")[1], [[0.5] * 4], atol=1e-6)
-        assert [x.id for x in r.relations(touching=["e:d"])] == ["r:1"]
+        assert [x.id for x in r.relations(touching=["e:d"])] == ["r:2"]
         db = sqlite3.connect(r.folder / "graph.sqlite")
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         db.close()
