@@ -20,6 +20,7 @@ import numpy as np
 
 from kgrag.encoders.base import Encoder, normalise
 from kgrag.ids import sentence_id
+from kgrag.store.composed import FactParts
 from kgrag.types import Chunk, Community, Relation, TreeNode
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -175,6 +176,35 @@ def composed_blocks(
         dst = [used_row[r.dst] for r in block]
         summed = ent_vecs[src] + ent_vecs[dst] + pred_vecs[[pred_row[r.predicate] for r in block]]
         yield normalise(summed)
+
+
+def fact_parts(
+    encode: Encode,
+    tokens: Callable[[list[str]], np.ndarray],
+    relations: Sequence[Relation],
+    names: Mapping[str, str],
+    entity_ids: Sequence[str],
+    dim: int,
+) -> FactParts:
+    """What :func:`composed_blocks` composes each fact from, for a store to keep instead
+    of the rows (:mod:`kgrag.store.composed`): each fact's subject and object as rows
+    of ``entity_ids`` (the order the entity vectors are stored in), its predicate's row
+    among the distinct predicates' vectors (one model call per distinct predicate,
+    each times its token count), and the token count of each entity named by a fact
+    (0 for the others, which no fact reads)."""
+    row = {e: i for i, e in enumerate(entity_ids)}
+    preds = sorted({r.predicate for r in relations})
+    pred_row = {p: i for i, p in enumerate(preds)}
+    predicates = np.zeros((0, dim), np.float32)
+    if preds:
+        predicates = np.asarray(encode(preds) * tokens(preds)[:, None], np.float32)
+    ends = np.array([(row[r.src], row[r.dst]) for r in relations], np.int32).reshape(-1, 2)
+    used = np.unique(ends)
+    weight = np.zeros(len(entity_ids), np.float32)
+    if len(used):
+        weight[used] = tokens([names[entity_ids[i]] for i in used.tolist()])
+    predicate = np.array([pred_row[r.predicate] for r in relations], np.int32)
+    return FactParts(ends, predicate, predicates, weight)
 
 
 def fact_blocks(

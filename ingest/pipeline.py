@@ -236,16 +236,13 @@ def _run_stages(
         entity_ids = [e.id for e in res.entities]
         fact_ids = [f.id for f in facts]
         quiet = batched(encoder, lambda _n: None)  # the bar counts facts, not predicates
-        blocks = embed.fact_blocks(
-            c.embed.facts,
-            quiet,
-            encoder.token_counts,
-            facts,
-            names,
-            (entity_ids, res.entity_vectors),
-        )
         dim = res.entity_vectors.shape[1]
-        writer.add_vector_blocks("facts", fact_ids, dim, blocks)
+        if c.embed.facts == "encode":
+            writer.add_vectors("facts", fact_ids, embed.embed_facts(quiet, facts, names))
+        else:  # composed: the store keeps the parts
+            parts = embed.fact_parts(quiet, encoder.token_counts, facts, names, entity_ids, dim)
+            writer.add_fact_parts(fact_ids, parts, res.entity_vectors)
+            del parts
         del facts, names
         tick(len(fact_ids))
         writer.add_vectors("entities", entity_ids, res.entity_vectors)

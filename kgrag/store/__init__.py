@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgrag.store.ann import ANN_MIN_ROWS
+from kgrag.store.composed import FactParts
 from kgrag.store.folder.store import SQLiteGraphStore
 from kgrag.store.location import is_uri
 
@@ -34,10 +35,20 @@ def open_store(
     return SQLiteGraphStore(root, keep_versions=keep_versions, ann_min_rows=ann_min_rows)
 
 
-def copy_graph(reader: GraphReader, target: GraphStore) -> str:
+def copy_graph(
+    reader: GraphReader,
+    target: GraphStore,
+    *,
+    fact_parts: tuple[list[str], FactParts] | None = None,
+) -> str:
     """Write the version ``reader`` sees as a new version of ``target`` (every record
     and vector; the serving structures are derived again): a folder graph into Neo4j,
-    or back. The new version's id."""
+    or back. Facts the reader keeps as parts stay parts; ``fact_parts``: the facts' ids
+    and what their vectors are composed of (``ingest.embed.fact_parts`` over the
+    records, rows of the reader's entity vectors), stored in place of the reader's fact
+    rows. The new version's id."""
+    if fact_parts is None:
+        fact_parts = reader.fact_parts()
     with target.writer() as w:
         w.add("documents", reader.documents())
         w.add("chunks", reader.chunks())
@@ -50,7 +61,9 @@ def copy_graph(reader: GraphReader, target: GraphStore) -> str:
         w.add("tree_nodes", reader.tree_nodes())
         for kind in VECTOR_KINDS:
             ids, matrix = reader.vectors(kind)
-            if ids:
+            if kind == "facts" and fact_parts is not None:
+                w.add_fact_parts(fact_parts[0], fact_parts[1], reader.vectors("entities")[1])
+            elif ids:
                 w.add_vectors(kind, ids, matrix)
         meta = {
             k: v

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.errors import InvalidParams
+from kgrag.store.composed import FactParts
 from kgrag.store.kernels import Adjacency, PathLimits, path_rounds, pushed_pagerank, tolls
 from kgrag.types import (
     Chunk,
@@ -219,6 +220,12 @@ class GraphReader(ABC):
     def vectors(self, kind: str) -> tuple[list[str], np.ndarray]:
         """Ids and the (n, dim) float32 matrix of one vector kind, row-aligned (a mapped
         array, or a :class:`~kgrag.store.vectors.CodedMatrix` that reads as one)."""
+
+    def fact_parts(self) -> tuple[list[str], FactParts] | None:
+        """The facts' ids and what their vectors are composed of, where the version
+        keeps them so (:mod:`kgrag.store.composed`; the parts' entity rows are rows of
+        :meth:`vectors` ``entities``); None where it keeps the rows."""
+        return None
 
     @abstractmethod
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
@@ -450,6 +457,15 @@ class GraphWriter(ABC):
         parts = [np.asarray(b, np.float32) for b in blocks]
         matrix = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
         self.add_vectors(kind, ids, matrix)
+
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+        """Store the fact vectors as what they are composed of
+        (:mod:`kgrag.store.composed`), ``ids[i]`` for fact i; ``entities`` are the
+        entity vectors the parts' rows index. A writer that can keeps the parts and
+        composes from the entity vectors it stores; this one stores the rows composed."""
+        n = len(parts.ends)
+        blocks = (parts.compose(entities, slice(i, i + 16_384)) for i in range(0, n, 16_384))
+        self.add_vector_blocks("facts", ids, parts.dim, blocks)
 
     @abstractmethod
     def commit(self, meta: dict[str, Any]) -> str:

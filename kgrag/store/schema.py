@@ -62,8 +62,9 @@ CREATE VIRTUAL TABLE communities_fts USING fts5(report, content='communities',
                                                 tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE tree_nodes_fts USING fts5(summary, content='tree_nodes', content_rowid='rowid',
                                                tokenize='porter unicode61 remove_diacritics 2');
-CREATE TABLE vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row)) WITHOUT ROWID;
 """
+#: a version written before vector ids were kept beside the vectors (``vectors/<kind>.ids.npy``)
+#: also has ``vector_ids (kind TEXT, row INTEGER, id TEXT, PRIMARY KEY (kind, row))``
 
 #: secondary indexes, made when a version is committed: sorting the finished tables
 #: once is faster than keeping the indexes sorted under every insert

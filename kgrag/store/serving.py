@@ -15,7 +15,8 @@ Row spaces: a kind's *row* is its position in that kind's vector file. Graph
 followed by the passages in chunk-id order; ``chunk_vertex`` maps a chunk row
 to its vertex.
 
-Files (``serving/``): ``ids.<kind>.npy`` (fixed-width ids by row) and
+Files (``serving/``): ``ids.<kind>.npy`` (fixed-width ids by row; a version that
+keeps them beside its vectors, ``vectors/<kind>.ids.npy``, has no copy here) and
 ``sorted.<kind>.npy`` / ``order.<kind>.npy`` (the ids in id order and their
 rows, for lookups by id); ``walk.*`` (the
 column-stochastic walk, CSC); ``relations.*`` (entity-entity path lengths,
@@ -66,7 +67,7 @@ from kgrag.store.graph_files import (
     save_walk,
 )
 from kgrag.store.packed import filled_copies, unpack_id
-from kgrag.store.vectors import is_coded, open_matrix
+from kgrag.store.vectors import ids_file, is_float32, open_matrix
 from kgrag.text.keys import (
     MAX_NAME_TOKENS,
     SKIP_TYPES,
@@ -94,7 +95,7 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = ANN_MIN_ROWS) -> dict
     out.mkdir(exist_ok=True)
     db = sqlite3.connect(f"file:{folder / 'graph.sqlite'}?mode=ro", uri=True)
     try:
-        ids = {k: _save_ids(out, k, _vector_ids(db, k)) for k in VECTOR_KINDS}
+        ids = {k: _save_ids(out, k, *_vector_ids(folder, db, k)) for k in VECTOR_KINDS}
         # the graph's entities are the entities with a vector (a build gives every one)
         erows, crows = Rows(ids["entities"]), Rows(ids["chunks"])
         n_ent, n_chunk = len(ids["entities"]), len(ids["chunks"])
@@ -127,9 +128,10 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = ANN_MIN_ROWS) -> dict
     for kind in ann:
         build_ann(_matrix(folder, kind), out / f"ann.{kind}.faiss")
     # the scan of a kind without an index, where its vectors are float32 (a version
-    # from before coded vectors): a coded kind's half copy is made in memory on first use
+    # from before coded vectors): a coded or composed kind's half copy is made in memory
+    # on first use
     for kind in HALF_KINDS:
-        if kind not in ann and not is_coded(folder / "vectors", kind):
+        if kind not in ann and is_float32(folder / "vectors", kind):
             _save_half(_matrix(folder, kind), out / f"half.{kind}.npy")
     meta = {
         "format": SERVING_FORMAT,
@@ -153,8 +155,18 @@ def _entity_names(db: sqlite3.Connection, erows: Rows, n: int) -> tuple[list[str
     return names, kinds
 
 
-def _vector_ids(db: sqlite3.Connection, kind: str) -> np.ndarray:
-    """A kind's ids by row, fixed-width bytes."""
+def _vector_ids(folder: Path, db: sqlite3.Connection, kind: str) -> tuple[np.ndarray, bool]:
+    """A kind's ids by row, fixed-width bytes, and whether they are kept beside the
+    vectors (else a version written before: its ``vector_ids`` table)."""
+    path = ids_file(folder / "vectors", kind)
+    if path.exists():
+        return np.load(path), True
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_ids'").fetchone():
+        return np.zeros(0, dtype="S1"), False
+    return _table_ids(db, kind), False
+
+
+def _table_ids(db: sqlite3.Connection, kind: str) -> np.ndarray:
     sql = "SELECT id FROM vector_ids WHERE kind=? ORDER BY row"
     parts = [np.array([r[0].encode() for r in batch]) for batch in batches(db, sql, (kind,))]
     if not parts:
@@ -176,9 +188,12 @@ def _save_half(matrix: np.ndarray, path: Path) -> None:
     del half
 
 
-def _save_ids(out: Path, kind: str, ids: np.ndarray) -> np.ndarray:
+def _save_ids(out: Path, kind: str, ids: np.ndarray, beside: bool) -> np.ndarray:
+    """The lookup files of a kind's ids, and the ids themselves unless ``beside`` the
+    vectors already (:func:`~kgrag.store.vectors.ids_file`)."""
     order = np.argsort(ids, kind="stable").astype(np.int64)
-    np.save(out / f"ids.{kind}.npy", ids)
+    if not beside:
+        np.save(out / f"ids.{kind}.npy", ids)
     np.save(out / f"order.{kind}.npy", order)
     np.save(out / f"sorted.{kind}.npy", ids[order])
     return ids

@@ -18,12 +18,15 @@ as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kgrag.store.arrays import FileRows, map_array
+from kgrag.store.composed import COMPOSED_KIND, ComposedMatrix, FactParts
+from kgrag.store.matrix import RowMatrix
 
 #: the kinds stored as int8 codes (the others as float32)
 CODED_KINDS = ("sentences", "entities", "facts", "communities", "tree_nodes")
@@ -92,7 +95,56 @@ def is_coded(folder: Path, kind: str) -> bool:
     return (folder / f"{kind}.q8.npy").exists()
 
 
-class CodedMatrix:
+def is_composed(folder: Path, kind: str) -> bool:
+    """Whether a kind is stored as the parts it is composed of (:mod:`kgrag.store.composed`)."""
+    return kind == COMPOSED_KIND and (folder / f"{kind}.ends.npy").exists()
+
+
+_PART_FILES = ("ends", "predicate", "weight")  # and the predicate vectors, coded
+
+
+def save_fact_parts(folder: Path, parts: FactParts) -> None:
+    """``parts`` as the version's files (the predicate vectors as int8 codes)."""
+    for name in _PART_FILES:
+        np.save(folder / f"{COMPOSED_KIND}.{name}.npy", getattr(parts, name))
+    codes, scale = quantize(np.asarray(parts.predicates, dtype=np.float32))
+    np.save(folder / f"{COMPOSED_KIND}.predicates.q8.npy", codes)
+    np.save(folder / f"{COMPOSED_KIND}.predicates.scale.npy", scale)
+
+
+def load_fact_parts(folder: Path) -> FactParts:
+    """The parts :func:`save_fact_parts` wrote, mapped."""
+    ends, predicate, weight = (
+        np.load(folder / f"{COMPOSED_KIND}.{name}.npy", mmap_mode="r") for name in _PART_FILES
+    )
+    codes = np.load(folder / f"{COMPOSED_KIND}.predicates.q8.npy", mmap_mode="r")
+    scale = np.load(folder / f"{COMPOSED_KIND}.predicates.scale.npy")
+    return FactParts(ends, predicate, CodedMatrix(codes, scale), weight)
+
+
+def remove_fact_parts(folder: Path) -> None:
+    for name in (*_PART_FILES, "predicates.q8", "predicates.scale"):
+        (folder / f"{COMPOSED_KIND}.{name}.npy").unlink(missing_ok=True)
+
+
+def ids_file(folder: Path, kind: str) -> Path:
+    """Where a kind's ids by row are kept, beside its vectors (fixed-width UTF-8): the
+    one copy of them (a version written before keeps them in ``graph.sqlite``'s
+    ``vector_ids`` and in ``serving/ids.<kind>.npy``)."""
+    return folder / f"{kind}.ids.npy"
+
+
+def save_ids(folder: Path, kind: str, ids: Sequence[str]) -> None:
+    encoded = np.array([i.encode() for i in ids]) if len(ids) else np.zeros(0, "S1")
+    np.save(ids_file(folder, kind), encoded)
+
+
+def is_float32(folder: Path, kind: str) -> bool:
+    """Whether a kind's vectors are a float32 file (a version before coded vectors)."""
+    return (folder / f"{kind}.npy").exists()
+
+
+class CodedMatrix(RowMatrix):
     """A coded kind's vectors read as a float32 matrix: rows, slices and products are
     dequantised as they are taken, so nothing is converted whole unless asked
     (``np.asarray``)."""
@@ -101,11 +153,7 @@ class CodedMatrix:
         if codes.ndim != 2 or len(scale) != len(codes):
             raise ValueError(f"codes of shape {codes.shape} for {len(scale)} scales")
         self.codes, self.scale = codes, np.asarray(scale, dtype=np.float32)
-        self.shape: tuple[int, ...] = tuple(codes.shape)
-        self.ndim, self.dtype, self.size = 2, np.dtype(np.float32), int(codes.size)
-
-    def __len__(self) -> int:
-        return self.shape[0]
+        self.shape = tuple(codes.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, tuple):
@@ -114,28 +162,19 @@ class CodedMatrix:
             return self.codes[key].astype(np.float32) * self.scale[key]
         return dequantize(self.codes[key], self.scale[key])
 
-    def __matmul__(self, other: np.ndarray) -> np.ndarray:
-        q = np.asarray(other, dtype=np.float32)
-        parts = [
-            (self.codes[i : i + _BLOCK].astype(np.float32) @ q)
-            * (self.scale[i : i + _BLOCK] if q.ndim == 1 else self.scale[i : i + _BLOCK, None])
-            for i in range(0, len(self), _BLOCK)
-        ]
-        if parts:
-            return np.concatenate(parts)
-        return np.zeros((0, *q.shape[1:]), dtype=np.float32)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        whole = self[:]
-        return whole if dtype is None else whole.astype(dtype)
-
-    def astype(self, dtype: Any) -> np.ndarray:
-        return np.asarray(self, dtype=dtype)
+    def block_product(self, lo: int, hi: int, q: np.ndarray) -> np.ndarray:
+        scale = self.scale[lo:hi] if q.ndim == 1 else self.scale[lo:hi, None]
+        product: np.ndarray = (self.codes[lo:hi].astype(np.float32) @ q) * scale
+        return product
 
 
 def open_matrix(folder: Path, kind: str, dim: int, *, random: bool = True) -> Any:
-    """A kind's vectors, mapped: a float32 array, a :class:`CodedMatrix`, or an empty
-    ``(0, dim)`` array where the version has none."""
+    """A kind's vectors, mapped: a float32 array, a :class:`CodedMatrix`, a
+    :class:`~kgrag.store.composed.ComposedMatrix`, or an empty ``(0, dim)`` array where
+    the version has none."""
+    if is_composed(folder, kind):
+        entities = open_matrix(folder, "entities", dim, random=True)
+        return ComposedMatrix(load_fact_parts(folder), entities)
     if is_coded(folder, kind):
         codes = map_array(folder / f"{kind}.q8.npy", "r", random=random)
         return CodedMatrix(codes, np.load(folder / f"{kind}.scale.npy"))
@@ -147,9 +186,15 @@ def open_matrix(folder: Path, kind: str, dim: int, *, random: bool = True) -> An
 
 class VectorRows:
     """A kind's rows read with ``pread`` (:class:`~kgrag.store.arrays.FileRows`),
-    dequantised where the kind is coded."""
+    dequantised where the kind is coded, composed from entity rows where it is stored
+    as parts (:mod:`kgrag.store.composed`)."""
 
     def __init__(self, folder: Path, kind: str) -> None:
+        self.parts: FactParts | None = None
+        if is_composed(folder, kind):
+            self.parts = load_fact_parts(folder)
+            self.source = VectorRows(folder, "entities")
+            return
         self.coded = is_coded(folder, kind)
         self.file = FileRows(folder / (f"{kind}.q8.npy" if self.coded else f"{kind}.npy"))
         want = np.int8 if self.coded else np.float32
@@ -162,17 +207,35 @@ class VectorRows:
             raise ValueError(f"{folder}/{kind}: {len(self.file)} codes, {len(self.scale)} scales")
 
     def take(self, rows: np.ndarray) -> np.ndarray:
+        if self.parts is not None:
+            return self.parts.compose(_Taken(self.source), rows)
         found = self.file.take(rows)
         if self.scale is None:
             return found
         return dequantize(found, self.scale[np.asarray(rows, dtype=np.int64)])
 
     def close(self) -> None:
-        self.file.close()
+        if self.parts is not None:
+            self.source.close()
+        else:
+            self.file.close()
+
+
+class _Taken:
+    """``rows[i]`` as :meth:`VectorRows.take` reads them."""
+
+    def __init__(self, rows: VectorRows) -> None:
+        self.rows = rows
+
+    def __getitem__(self, at: np.ndarray) -> np.ndarray:
+        return self.rows.take(at)
 
 
 def vector_count(folder: Path, kind: str) -> tuple[int, int]:
     """The shape of a kind's vectors, ``(0, 0)`` where the version has none."""
+    if is_composed(folder, kind):
+        parts = load_fact_parts(folder)
+        return len(parts.ends), parts.dim
     for name in (f"{kind}.q8.npy", f"{kind}.npy"):
         if (folder / name).exists():
             shape = np.load(folder / name, mmap_mode="r").shape

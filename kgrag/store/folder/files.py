@@ -29,7 +29,7 @@ from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
 from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
 from kgrag.store.packed import column_ids
 from kgrag.store.serving import HALF_KINDS
-from kgrag.store.vectors import VectorRows, open_matrix
+from kgrag.store.vectors import VectorRows, ids_file, open_matrix
 
 _MIN_CANDIDATES = 32  # half-precision scans take at least this many
 #: a walk of at most this many entries is held in memory once read (8 bytes an entry):
@@ -56,11 +56,19 @@ class ServingFiles:
         self._names: sqlite3.Connection | None = None
         self.meta = json.loads((folder / "serving.json").read_text())
 
+    def path(self, name: str) -> Path:
+        """The file of ``name``: ``<name>.npy`` here, a kind's ids (``ids.<kind>``)
+        beside its vectors where the version keeps them there."""
+        path = self.folder / f"{name}.npy"
+        if name.startswith("ids.") and not path.exists():
+            return ids_file(self.vector_folder, name[4:])
+        return path
+
     def array(self, name: str, mode: Literal["r", "c"] = "r") -> np.ndarray:
         """``name``.npy, mapped (once)."""
         arr = self._maps.get(name)
         if arr is None:
-            path = self.folder / f"{name}.npy"
+            path = self.path(name)
             try:
                 arr = map_array(path, mode)
             except (OSError, ValueError) as exc:
@@ -96,7 +104,7 @@ class ServingFiles:
         if not len(idx):
             return self.array(name)[:0]
         wanted, inverse = np.unique(idx, return_inverse=True)
-        found: np.ndarray = self._file(self.folder / f"{name}.npy").take(wanted)[inverse]
+        found: np.ndarray = self._file(self.path(name)).take(wanted)[inverse]
         return found
 
     def rows(self, kind: str, ids: Sequence[str]) -> np.ndarray:

@@ -16,11 +16,12 @@ from kgrag.errors import InvalidParams, StoreError
 from kgrag.store import schema
 from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, RecordReader
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
+from kgrag.store.composed import COMPOSED_KIND, FactParts
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
 from kgrag.store.packed import filled_copies, pack_id, unpack_id
 from kgrag.store.serving import SERVING
-from kgrag.store.vectors import open_matrix
+from kgrag.store.vectors import is_composed, load_fact_parts, open_matrix
 from kgrag.types import (
     Chunk,
     Community,
@@ -169,14 +170,19 @@ class SQLiteGraphReader(RecordReader):
         if kind not in VECTOR_KINDS:
             raise InvalidParams(f"unknown vector kind {kind!r}", field="kind")
         if kind not in self._vectors:
-            sql = "SELECT id FROM vector_ids WHERE kind=? ORDER BY row"
-            ids = [r[0] for r in self._rows(sql, (kind,))]
+            ids = [b.decode() for b in np.asarray(self.serving.array(f"ids.{kind}")).tolist()]
             folder = self.folder / "vectors"
             matrix = open_matrix(folder, kind, int(self.manifest.get("dim", 0)), random=False)
             if matrix.shape[0] != len(ids):
                 raise StoreError(f"{folder}: {matrix.shape[0]} {kind} vectors for {len(ids)} ids")
             self._vectors[kind] = (ids, matrix)
         return self._vectors[kind]
+
+    def fact_parts(self) -> tuple[list[str], FactParts] | None:
+        folder = self.folder / "vectors"
+        if not is_composed(folder, COMPOSED_KIND):
+            return None
+        return self.vectors(COMPOSED_KIND)[0], load_fact_parts(folder)
 
     def search_sparse(self, query: str, k: int, kind: str = "chunks") -> list[tuple[str, float]]:
         if kind not in schema.FTS:

@@ -37,10 +37,19 @@ from kgrag.store.base import (
     GraphStore,
     GraphWriter,
 )
+from kgrag.store.composed import COMPOSED_KIND, FactParts
 from kgrag.store.folder.reader import SQLiteGraphReader
 from kgrag.store.packed import community_rows, report_text
 from kgrag.store.serving import SERVING, SERVING_FORMAT, derive
-from kgrag.store.vectors import code_files
+from kgrag.store.vectors import (
+    code_files,
+    is_composed,
+    load_fact_parts,
+    remove_fact_parts,
+    save_fact_parts,
+    save_ids,
+    vector_count,
+)
 from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
 
 MANIFEST = "manifest.json"
@@ -256,17 +265,33 @@ class SQLiteGraphWriter(GraphWriter):
         self._vector_ids(kind, ids)
         return matrix
 
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+        """The parts alone are stored (:mod:`kgrag.store.composed`); the rows are composed
+        as they are read, from the entity vectors this version stores."""
+        if len(parts.ends) != len(ids):
+            raise StoreError(f"facts: {len(ids)} ids but parts of {len(parts.ends)} facts")
+        path = self.folder / "vectors" / f"{COMPOSED_KIND}.npy"
+        self._filled = [m for m in self._filled if Path(str(m.filename)) != path]
+        path.unlink(missing_ok=True)
+        self._vector_ids(COMPOSED_KIND, ids)
+        save_fact_parts(self.folder / "vectors", parts)
+
     def _vector_ids(self, kind: str, ids: Sequence[str]) -> None:
-        self.db.execute("DELETE FROM vector_ids WHERE kind = ?", (kind,))
-        self.db.executemany(
-            "INSERT INTO vector_ids VALUES (?,?,?)", ((kind, i, id_) for i, id_ in enumerate(ids))
-        )
+        if kind == COMPOSED_KIND:  # any other way of storing them replaces the parts
+            remove_fact_parts(self.folder / "vectors")
+        save_ids(self.folder / "vectors", kind, ids)
 
     def commit(self, meta: dict[str, Any]) -> str:
         for matrix in self._filled:
             matrix.flush()
         self._filled.clear()
-        code_files(self.folder / "vectors")
+        folder = self.folder / "vectors"
+        code_files(folder)
+        if is_composed(folder, COMPOSED_KIND):
+            entities = vector_count(folder, "entities")[0]
+            weights = len(load_fact_parts(folder).weight)
+            if entities != weights:
+                raise StoreError(f"facts composed of {weights} entities, {entities} stored")
         self.db.executescript(schema.INDEXES)
         for kind, (fts, _, _) in schema.FTS.items():
             if kind != "communities":  # indexed as they were added

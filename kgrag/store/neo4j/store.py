@@ -35,6 +35,7 @@ import numpy as np
 from kgrag.errors import StoreError, VersionGone
 from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.base import GraphStore, GraphWriter
+from kgrag.store.composed import FactParts
 from kgrag.store.location import Location
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import FORMAT, LABELS, labels_of, version_tag
@@ -220,6 +221,9 @@ class Neo4jGraphWriter(GraphWriter):
         self, kind: str, ids: Sequence[str], dim: int, blocks: Iterable[np.ndarray]
     ) -> None:
         self._writer.add_vector_blocks(kind, ids, dim, blocks)
+
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+        self._writer.add_fact_parts(ids, parts, entities)
 
     def commit(self, meta: dict[str, Any]) -> str:
         staged = self._writer.commit(meta)

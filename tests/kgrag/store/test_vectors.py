@@ -70,7 +70,7 @@ def test_a_version_holds_codes_for_the_coded_kinds(tmp_path):
         w.commit({"dim": 8})
     folder = tmp_path / "g" / "versions" / store.current() / "vectors"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        f"{k}.{part}.npy" for k in kinds for part in ("q8", "scale")
+        f"{k}.{part}.npy" for k in kinds for part in ("q8", "scale", "ids")
     )
     with store.reader() as r:
         for kind in kinds:
