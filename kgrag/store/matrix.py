@@ -48,3 +48,25 @@ class RowMatrix:
 
     def astype(self, dtype: Any) -> np.ndarray:
         return np.asarray(self, dtype=dtype)
+
+
+class SharedRows(RowMatrix):
+    """A matrix whose equal rows are stored once: row ``i`` is ``base[rows[i]]``. A
+    product is made over the stored rows and spread to the others."""
+
+    def __init__(self, base: Any, rows: np.ndarray) -> None:
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(base)):
+            raise ValueError(f"shared rows point outside the {len(base)} stored")
+        self.base, self.rows = base, rows
+        self.shape = (len(rows), int(base.shape[1]))
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, tuple):
+            return self[key[0]][(slice(None), *key[1:])]
+        if isinstance(key, (int, np.integer)):
+            return np.asarray(self.base[int(self.rows[key])])
+        return np.asarray(self.base[np.asarray(self.rows[key], dtype=np.int64)])
+
+    def __matmul__(self, other: np.ndarray) -> np.ndarray:
+        product: np.ndarray = (self.base @ np.asarray(other, dtype=np.float32))[self.rows]
+        return product

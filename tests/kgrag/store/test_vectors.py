@@ -96,3 +96,32 @@ def test_a_version_written_before_the_codes_reads_its_float32_vectors(tmp_path):
         assert np.array_equal(r.serving.vectors_of("facts", np.array([2, 0])), m[[2, 0]])
         found = r.nearest("facts", m[11], 1)[0]
         assert found[0][0] == 11 and found[0][1] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_equal_rows_are_stored_once_and_read_as_every_row(tmp_path):
+    """A kind whose rows repeat (a community carried down a level has its child's
+    vector) keeps each distinct row once and reads back every row as written; a kind
+    with few repeats is stored whole."""
+    distinct = _unit(40, 8, 3)
+    picks = np.random.default_rng(4).integers(0, 40, size=100)
+    picks[:40] = np.arange(40)
+    store = SQLiteGraphStore(tmp_path / "g")
+    with store.writer() as w:
+        w.add_vectors("sentences", [f"c:1#{i}" for i in range(100)], distinct[picks])
+        w.add_vectors("facts", [f"r:{i}" for i in range(40)], distinct)
+        w.commit({"dim": 8})
+    folder = tmp_path / "g" / "versions" / store.current() / "vectors"
+    assert np.load(folder / "sentences.q8.npy").shape == (40, 8)
+    assert np.load(folder / "sentences.rows.npy").tolist() == picks.tolist()  # first in order
+    assert not (folder / "facts.rows.npy").exists()
+    want = dequantize(*quantize(distinct))[picks]
+    q = _unit(1, 8, 5)[0]
+    with store.reader() as r:
+        ids, matrix = r.vectors("sentences")
+        assert len(ids) == 100 and matrix.shape == (100, 8)
+        assert np.array_equal(np.asarray(matrix), want)
+        assert np.array_equal(matrix[7], want[7]) and np.array_equal(matrix[90:], want[90:])
+        assert np.allclose(matrix @ q, want @ q, atol=1e-6)
+        got = r.serving.vectors_of("sentences", np.array([99, 3, 99]))  # read by pread
+        assert np.array_equal(got, want[[99, 3, 99]])
+        assert r.similarity("sentences", q, np.array([5, 60])) == pytest.approx(want[[5, 60]] @ q)
