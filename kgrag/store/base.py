@@ -458,11 +458,13 @@ class GraphWriter(ABC):
         matrix = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
         self.add_vectors(kind, ids, matrix)
 
-    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: Any) -> None:
         """Store the fact vectors as what they are composed of
         (:mod:`kgrag.store.composed`), ``ids[i]`` for fact i; ``entities`` are the
-        entity vectors the parts' rows index. A writer that can keeps the parts and
-        composes from the entity vectors it stores; this one stores the rows composed."""
+        entity vectors the parts' rows index (an array, or anything whose ``[rows]``
+        reads as one, such as a :class:`~kgrag.store.vectors.CodedMatrix`). A writer that
+        can keeps the parts and composes from the entity vectors it stores; this one
+        stores the rows composed."""
         n = len(parts.ends)
         blocks = (parts.compose(entities, slice(i, i + 16_384)) for i in range(0, n, 16_384))
         self.add_vector_blocks("facts", ids, parts.dim, blocks)

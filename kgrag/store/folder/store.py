@@ -265,7 +265,7 @@ class SQLiteGraphWriter(GraphWriter):
         self._vector_ids(kind, ids)
         return matrix
 
-    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: Any) -> None:
         """The parts alone are stored (:mod:`kgrag.store.composed`); the rows are composed
         as they are read, from the entity vectors this version stores."""
         if len(parts.ends) != len(ids):

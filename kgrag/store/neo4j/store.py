@@ -222,7 +222,7 @@ class Neo4jGraphWriter(GraphWriter):
     ) -> None:
         self._writer.add_vector_blocks(kind, ids, dim, blocks)
 
-    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: np.ndarray) -> None:
+    def add_fact_parts(self, ids: Sequence[str], parts: FactParts, entities: Any) -> None:
         self._writer.add_fact_parts(ids, parts, entities)
 
     def commit(self, meta: dict[str, Any]) -> str:
