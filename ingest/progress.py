@@ -43,6 +43,9 @@ class Stages:
             bar.close()
 
 
+_HIGHEST = [0.0]  # the highest resident set read here, MiB
+
+
 def resident_mib() -> float:
     """This process's resident set now, MiB (0 where /proc is missing)."""
     try:
@@ -50,12 +53,18 @@ def resident_mib() -> float:
             pages = int(f.read().split()[1])
     except (OSError, IndexError, ValueError):
         return 0.0
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    mib = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    _HIGHEST[0] = max(_HIGHEST[0], mib)
+    return mib
 
 
 def peak_mib() -> float:
-    """This process's peak resident set so far, MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident set so far, MiB: the kernel's mark (Linux reports
+    KiB), or the highest resident set read here where that is higher. Linux moves its
+    mark when pages are unmapped, not when an allocator hands them back with
+    ``madvise``, so a high point let go that way can be missing from it."""
+    kernel = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return max(kernel, resident_mib(), _HIGHEST[0])
 
 
 class PageBars:
