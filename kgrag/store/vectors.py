@@ -168,6 +168,13 @@ def ids_file(folder: Path, kind: str) -> Path:
     return folder / f"{kind}.ids.npy"
 
 
+def kind_ids_file(serving: Path, vectors: Path, kind: str) -> Path:
+    """A version's file of a kind's ids by row: ``serving/ids.<kind>.npy`` in a version
+    written before, else the one beside its vectors (:func:`ids_file`)."""
+    path = serving / f"ids.{kind}.npy"
+    return path if path.exists() else ids_file(vectors, kind)
+
+
 def save_ids(folder: Path, kind: str, ids: Sequence[str]) -> None:
     encoded = np.array([i.encode() for i in ids]) if len(ids) else np.zeros(0, "S1")
     np.save(ids_file(folder, kind), encoded)

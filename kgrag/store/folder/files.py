@@ -29,7 +29,7 @@ from kgrag.store.base import GRAPHS, exact_scores, nearest_request, top_rows
 from kgrag.store.kernels import Adjacency, gather_rows, row_ranges
 from kgrag.store.packed import column_ids
 from kgrag.store.serving import HALF_KINDS
-from kgrag.store.vectors import VectorRows, ids_file, open_matrix
+from kgrag.store.vectors import VectorRows, kind_ids_file, open_matrix
 
 _MIN_CANDIDATES = 32  # half-precision scans take at least this many
 #: a walk of at most this many entries is held in memory once read (8 bytes an entry):
@@ -59,10 +59,9 @@ class ServingFiles:
     def path(self, name: str) -> Path:
         """The file of ``name``: ``<name>.npy`` here, a kind's ids (``ids.<kind>``)
         beside its vectors where the version keeps them there."""
-        path = self.folder / f"{name}.npy"
-        if name.startswith("ids.") and not path.exists():
-            return ids_file(self.vector_folder, name[4:])
-        return path
+        if name.startswith("ids."):
+            return kind_ids_file(self.folder, self.vector_folder, name[4:])
+        return self.folder / f"{name}.npy"
 
     def array(self, name: str, mode: Literal["r", "c"] = "r") -> np.ndarray:
         """``name``.npy, mapped (once)."""

@@ -210,10 +210,14 @@ class SQLiteGraphWriter(GraphWriter):
         (:func:`~kgrag.store.packed.community_rows`); the full-text index gets every
         row's report as it is added (its rebuild at commit would read the NULLs)."""
         (last,) = self.db.execute("SELECT coalesce(max(rowid), 0) FROM communities").fetchone()
-        self.db.executemany(schema.INSERTS["communities"][0], community_rows(batch))
+        rows = community_rows(batch)
+        self.db.executemany(schema.INSERTS["communities"][0], rows)
+        texts = (
+            report_text(c) if row[5] is None else row[5] for c, row in zip(batch, rows, strict=True)
+        )
         self.db.executemany(
             "INSERT INTO communities_fts(rowid, report) VALUES (?, ?)",
-            ((last + 1 + i, report_text(c)) for i, c in enumerate(batch)),
+            ((last + 1 + i, text) for i, text in enumerate(texts)),
         )
 
     def add_vectors(self, kind: str, ids: Sequence[str], matrix: np.ndarray) -> None:

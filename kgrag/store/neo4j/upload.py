@@ -39,7 +39,7 @@ from kgrag.store.packed import (
     unpack_id,
 )
 from kgrag.store.serving import SERVING
-from kgrag.store.vectors import ids_file, open_matrix
+from kgrag.store.vectors import kind_ids_file, open_matrix
 
 #: an upload row: a node's properties, and its vector (None: none)
 Row = dict[str, Any]
@@ -85,9 +85,7 @@ class _Staged:
         return np.load(self.serving / f"{name}.npy", mmap_mode="r")
 
     def ids(self, kind: str) -> list[str]:
-        path = self.serving / f"ids.{kind}.npy"
-        if not path.exists():  # kept beside the vectors
-            path = ids_file(self.folder / "vectors", kind)
+        path = kind_ids_file(self.serving, self.folder / "vectors", kind)
         return [b.decode() for b in np.load(path, mmap_mode="r").tolist()]
 
     def vectors(self, kind: str) -> Any:
