@@ -13,19 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
 
 import numpy as np
 
 from kgrag.types import Relation
 
-_BLOCK = 8192  # relations turned into Python values at a time
+from .columns import ColumnTable
 
 
-class RelationTable(Sequence[Relation]):
+class RelationTable(ColumnTable[Relation]):
     """Relations as columns: row i is ``Relation(ids[i], entities[src[i]],
     predicates[predicate[i]], entities[dst[i]], weight[i], kinds[kind[i]],
     evidence chunks[evidence[evidence_at[i]:evidence_at[i + 1]]])``."""
+
+    what = "relation"
 
     def __init__(
         self,
@@ -41,29 +42,6 @@ class RelationTable(Sequence[Relation]):
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @overload
-    def __getitem__(self, i: int) -> Relation: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Relation]: ...
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return list(self._rows(range(len(self))[i]))
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError("relation index out of range")
-        return next(self._rows([i % n]))
-
-    def __iter__(self) -> Iterator[Relation]:
-        for lo in range(0, len(self), _BLOCK):
-            yield from self._rows(range(lo, min(lo + _BLOCK, len(self))))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def _rows(self, rows: Sequence[int] | range) -> Iterator[Relation]:
         at = np.asarray(rows, dtype=np.int64)

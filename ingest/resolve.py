@@ -14,23 +14,21 @@ import re
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from kgrag.ids import content_id
-from kgrag.types import Entity, Mention, Sentence, Synonym
+from kgrag.types import Entity, Mention, Sentence
 
 from .extract import CONCEPT_LABEL, TITLE_LABEL, Extraction
 from .relation_table import RelationTable
+from .synonyms import SynonymTable, synonym_pairs
 
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _POSSESSIVE = re.compile(r"['’]s$")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
-_BLOCK = 2048
-_BLOCK_CELLS = 1 << 23  # similarities per block: with the sort, ~128 MiB in all
-_EXACT_MAX = 150_000  # more entities than this: clustered synonym search
 
 
 @dataclass(slots=True)
@@ -39,7 +37,7 @@ class Resolution:
     mentions: list[Mention]
     relations: RelationTable  # a sequence of Relation, held as columns
     sentences: list[Sentence]
-    synonyms: list[Synonym]
+    synonyms: SynonymTable  # a sequence of Synonym, held as columns
     entity_vectors: np.ndarray  # row i = entities[i]
 
 
@@ -237,80 +235,3 @@ def _ranks(numbered: Mapping[str, int]) -> np.ndarray:
     for rank, key in enumerate(sorted(numbered)):
         ranks[numbered[key]] = rank
     return ranks
-
-
-def synonym_pairs(
-    ids: Sequence[str], vectors: np.ndarray, threshold: float, k: int
-) -> list[Synonym]:
-    """Pairs of ids whose unit vectors have cosine >= threshold among each one's top k.
-
-    Up to ``_EXACT_MAX`` ids the search is exact: blocked matrix products with
-    argpartition, a block holding as many rows as keep it near ``_BLOCK_CELLS``
-    similarities, so memory stays flat; the time is quadratic in n. Above that, each
-    row is compared only with the rows of its cluster (:func:`_clustered_top`), which
-    grows as n^1.5.
-    """
-    n = len(ids)
-    if n < 2:
-        return []
-    k = min(k, n - 1)
-    found: dict[tuple[int, int], float] = {}
-    candidates = _clustered_top(vectors, k) if n > _EXACT_MAX else _exact_top(vectors, k)
-    for rows, top, top_sims in candidates:
-        for r, c in zip(*np.nonzero(top_sims >= threshold), strict=True):
-            i, j = int(rows[r]), int(top[r, c])
-            found[(min(i, j), max(i, j))] = float(top_sims[r, c])
-    pairs = sorted(
-        (ids[i], ids[j], s) if ids[i] < ids[j] else (ids[j], ids[i], s)
-        for (i, j), s in found.items()
-    )
-    return [Synonym(a, b, round(s, 6)) for a, b, s in pairs]
-
-
-_Top = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, their top columns, similarities
-
-
-def _exact_top(vectors: np.ndarray, k: int) -> Iterator[_Top]:
-    n = len(vectors)
-    block = max(16, min(_BLOCK, _BLOCK_CELLS // n))
-    for start in range(0, n, block):
-        sims = vectors[start : start + block] @ vectors.T
-        rows = np.arange(sims.shape[0])
-        sims[rows, rows + start] = -1.0
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        yield rows + start, top, sims[rows[:, None], top]
-
-
-def _clustered_top(vectors: np.ndarray, k: int, probes: int = 8) -> Iterator[_Top]:
-    """Approximate top k: spherical k-means (about sqrt(n) centroids, fitted on a
-    fixed sample, so the result is deterministic); each row is compared with every
-    row that has its nearest centroid among their ``probes`` nearest: nearly every pair
-    of the exact search, in a fraction of its time."""
-    n = len(vectors)
-    n_clusters = max(2, int(np.sqrt(n)))
-    sample = vectors[:: max(1, n // (64 * n_clusters))]
-    centroids = sample[:: max(1, len(sample) // n_clusters)][:n_clusters].copy()
-    for _ in range(5):
-        assign = np.argmax(sample @ centroids.T, axis=1)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, assign, sample)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        centroids = np.where(norms > 0, sums / np.maximum(norms, 1e-12), centroids)
-    nearest = np.empty((n, probes), dtype=np.int64)
-    step = max(1, _BLOCK_CELLS // len(centroids))
-    for start in range(0, n, step):
-        sims = vectors[start : start + step] @ centroids.T
-        nearest[start : start + step] = np.argsort(-sims, axis=1, kind="stable")[:, :probes]
-    home = nearest[:, 0]
-    order = np.argsort(nearest.ravel(), kind="stable")
-    bounds = np.searchsorted(nearest.ravel()[order], np.arange(len(centroids) + 1))
-    for c in range(len(centroids)):
-        rows = np.flatnonzero(home == c)
-        pool = order[bounds[c] : bounds[c + 1]] // probes  # rows probing c
-        if len(rows) == 0 or len(pool) < 2:
-            continue
-        kk = min(k, len(pool) - 1)
-        sims = vectors[rows] @ vectors[pool].T
-        sims[rows[:, None] == pool[None, :]] = -1.0
-        top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-        yield rows, pool[top], sims[np.arange(len(rows))[:, None], top]

@@ -235,6 +235,18 @@ def _session(path: Path, threads: int = 0) -> Any:
         raise ModelError(f"{path}: ONNX Runtime cannot load it: {exc}") from exc
 
 
+def _shrinking() -> Any:
+    """Run options that hand the arena's free blocks back after each call. Without
+    them ONNX Runtime keeps the arena its largest batch grew (~600 MiB for 64 texts of
+    256 tokens) for the life of the process: through the whole of a build after its
+    chunk pass. Query latency is unchanged (docs/benchmarks.md, "Memory of a build")."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 class OnnxEncoder(Encoder):
     """A mean-pooling sentence-transformers model run by ONNX Runtime on the CPU."""
 
@@ -246,6 +258,7 @@ class OnnxEncoder(Encoder):
         path = resolve_model_path(name)
         self.max_len, _ = model_layout(path)
         self.session = _session(exported(path), threads=_threads_asked())
+        self.run_options = _shrinking()
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model_id = name
         self.batch_size = batch_size
@@ -266,8 +279,8 @@ class OnnxEncoder(Encoder):
         )
         feed = {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask")}
         if not tokens:  # the token vectors are not copied out
-            return None, self.session.run(["pooled"], feed)[0], enc
-        found, pooled = self.session.run(["tokens", "pooled"], feed)
+            return None, self.session.run(["pooled"], feed, self.run_options)[0], enc
+        found, pooled = self.session.run(["tokens", "pooled"], feed, self.run_options)
         return found, pooled, enc
 
     def _batches(self, texts: Sequence[str]) -> list[list[int]]:

@@ -7,7 +7,8 @@ import pytest
 
 from ingest.extract import Extraction, RawMention, RawRelation, RawSentence
 from ingest.relation_table import RelationTable, relation_columns
-from ingest.resolve import normalise, resolve, synonym_pairs
+from ingest.resolve import normalise, resolve
+from ingest.synonyms import synonym_pairs
 from kgrag.ids import content_id
 
 
@@ -114,7 +115,7 @@ def test_synonym_pairs_tiny_inputs():
 
 
 def test_synonym_pairs_in_many_small_blocks_match_one_block(monkeypatch):
-    import ingest.resolve as resolve_module
+    import ingest.synonyms as resolve_module
 
     ids, vectors = _planted(11, 60, 20, 8, 0.05)
     whole = synonym_pairs(ids, vectors, 0.9, 4)
@@ -128,7 +129,7 @@ def test_synonym_pairs_in_many_small_blocks_match_one_block(monkeypatch):
 def test_clustered_synonym_search_finds_the_exact_pairs(monkeypatch):
     """Above _EXACT_MAX the search compares within clusters only; on names with planted
     near-duplicates it finds the same pairs as the exact search."""
-    import ingest.resolve as resolve_module
+    import ingest.synonyms as resolve_module
 
     ids, vectors = _planted(5, 3000, 300, 32, 0.1)
     exact = {(s.src, s.dst) for s in synonym_pairs(ids, vectors, 0.9, 5)}
@@ -245,3 +246,34 @@ def test_release_empties_the_extraction_and_resolves_the_same():
     )
     assert len(kept.relations) == 1 and len(kept.mentions) == 2
     assert released.mentions == released.relations == released.sentences == []
+
+
+def test_synonym_table_reads_as_the_list_it_stands_for():
+    """Ids in no order: each pair once, its ends and the pairs ordered by id, every
+    pair of the brute-force search, read by index, slice and iteration alike."""
+    ids, vectors = _planted(13, 50, 15, 8, 0.05)
+    shuffled = [f"e:{(i * 37) % len(ids):05d}" for i in range(len(ids))]
+    table = synonym_pairs(shuffled, vectors, 0.9, 4)
+    pairs = list(table)
+    assert len(pairs) >= 15
+    assert all(s.src < s.dst for s in pairs)
+    assert [(s.src, s.dst) for s in pairs] == sorted({(s.src, s.dst) for s in pairs})
+    sims = vectors @ vectors.T
+    at = {x: i for i, x in enumerate(shuffled)}
+    n = len(ids)
+    want = {
+        tuple(sorted((shuffled[i], shuffled[j])))
+        for i in range(n)
+        for j in range(i + 1, n)
+        if sims[i, j] >= 0.9
+    }
+    assert {(s.src, s.dst) for s in pairs} == want
+    for s in pairs:
+        assert abs(s.score - sims[at[s.src], at[s.dst]]) < 1e-5
+        assert s.score == round(s.score, 6)
+    assert table[0] == pairs[0] and table[-1] == pairs[-1] and table[2:5] == pairs[2:5]
+    assert table == pairs and len(table) == len(pairs)
+    with pytest.raises(IndexError):
+        table[len(pairs)]
+    table.clear()
+    assert len(table) == 0 and list(table) == []

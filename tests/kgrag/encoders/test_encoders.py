@@ -136,6 +136,22 @@ def test_onnx_vectors_agree_with_sentence_transformers():
     assert fast.dim == plain.dim
 
 
+def test_onnx_encoder_hands_its_arena_back_and_encodes_the_same(monkeypatch):
+    """Each call asks ONNX Runtime to free the arena's unused blocks (a build would
+    otherwise keep its largest batch's ~600 MiB to the end); the vectors are those of a
+    run without that request."""
+    from kgrag.encoders.onnx import OnnxEncoder
+
+    enc = load_encoder(MODEL, 8, "cpu", "onnx")
+    assert isinstance(enc, OnnxEncoder)
+    entry = "memory.enable_memory_arena_shrinkage"
+    assert enc.run_options.get_run_config_entry(entry) == "cpu:0"
+    texts = _texts()
+    shrunk = enc.encode(texts)
+    monkeypatch.setattr(enc, "run_options", None)
+    assert np.array_equal(enc.encode(texts), shrunk)
+
+
 def test_onnx_export_is_cached_and_a_broken_one_is_a_clear_error(tmp_path, monkeypatch):
     """A copy of the model in a writable folder: the first load exports beside it, the
     second reads that file; a truncated export names itself."""
