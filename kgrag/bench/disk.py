@@ -55,6 +55,8 @@ def _part(rel: Path) -> str:
         return f"vectors {rel.name.split('.')[0]}"
     if rel.parts[0] == "serving" and len(rel.parts) == 2:
         return f"serving {rel.name.split('.')[0]}"
+    if rel.parts[0] == "cooc":  # the co-occurrence relations' columns
+        return "co-occurrence columns"
     return str(rel)
 
 

@@ -235,6 +235,14 @@ def _session(path: Path, threads: int = 0) -> Any:
         raise ModelError(f"{path}: ONNX Runtime cannot load it: {exc}") from exc
 
 
+#: a call's texts hold at most this many tokens, padded (a text longer than it goes
+#: alone). 64 passages of 256 tokens a call made attention tensors of ~200 MB each,
+#: far past the caches: 1,200 2Wiki passages took 16.8 s at 64 a call and 14.1-14.5 s at
+#: 512 tokens (sentence-transformers on torch, 32 a call: 14.0 s), and the arena peaked
+#: ~600 MB above the start instead of ~130 (docs/benchmarks.md, "Memory of a build")
+TOKENS_PER_CALL = 512
+
+
 def _shrinking() -> Any:
     """Run options that hand the arena's free blocks back after each call. Without
     them ONNX Runtime keeps the arena its largest batch grew (~600 MiB for 64 texts of
@@ -262,6 +270,7 @@ class OnnxEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model_id = name
         self.batch_size = batch_size
+        self.tokens_per_call = TOKENS_PER_CALL
         self.dim = int(self._run(["a"], tokens=False)[1].shape[1])
 
     def _run(
@@ -284,9 +293,35 @@ class OnnxEncoder(Encoder):
         return found, pooled, enc
 
     def _batches(self, texts: Sequence[str]) -> list[list[int]]:
-        """Indexes of ``texts`` in batches of similar length (longest first)."""
+        """Indexes of ``texts`` in batches of similar length (longest first), each at most
+        ``batch_size`` texts and, past its first text, ``tokens_per_call`` tokens padded."""
         order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
-        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        budget = self.tokens_per_call
+        if budget <= 0:
+            return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        step = 4096  # texts tokenized at a time: the token lists of all would be large
+        lengths = np.concatenate(
+            [np.zeros(0)]
+            + [
+                self.token_counts([texts[i] for i in order[lo : lo + step]])
+                for lo in range(0, len(order), step)
+            ]
+        ).astype(int)
+        lengths += 2  # [CLS], [SEP]
+        out: list[list[int]] = []
+        width = 0  # the batch's longest text, as the model sees it: what it is padded to
+        for i, n in zip(order, np.minimum(lengths, self.max_len).tolist(), strict=True):
+            if (
+                out
+                and len(out[-1]) < self.batch_size
+                and (len(out[-1]) + 1) * max(width, n) <= budget
+            ):
+                out[-1].append(i)
+                width = max(width, n)
+            else:
+                out.append([i])
+                width = n
+        return out
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         # each distinct text once: a text repeated in a call (a community carried down a

@@ -11,7 +11,7 @@ the passages in chunk-id order; ``chunk_vertex`` maps a chunk row to its vertex.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,9 @@ from kgrag.text.keys import COOC, WALK_WEIGHTS, title_key, title_link_pairs
 
 LINK_CAP = 100  # titles named by more passages than this are not stored as links
 BATCH = 100_000  # records per fetch from SQLite
+
+#: every relation row of a version in id order, in batches (kgrag.store.cooc)
+RelationRows = Callable[[], Iterator[list[Any]]]
 
 
 class Rows:
@@ -68,7 +71,8 @@ def vertices(keys: Sequence[str], erows: Rows, crows: Rows, chunk_vertex: np.nda
     missing = np.flatnonzero(found < 0)
     if len(missing):
         rows = crows([keys[i] for i in missing.tolist()])
-        found[missing] = np.where(rows >= 0, chunk_vertex[np.maximum(rows, 0)], -1)
+        if len(chunk_vertex):  # a version without chunk vectors has no passage vertex
+            found[missing] = np.where(rows >= 0, chunk_vertex[np.maximum(rows, 0)], -1)
     return found
 
 
@@ -116,6 +120,7 @@ def index_dtype(n: int) -> Any:
 def save_walk(
     out: Path,
     db: sqlite3.Connection,
+    relations: RelationRows,
     erows: Rows,
     crows: Rows,
     chunk_vertex: np.ndarray,
@@ -125,7 +130,7 @@ def save_walk(
     """The walk M = A D^-1 (float32, CSC) of the entity + passage graph with parallel
     edges summed and loops dropped, edges weighted by :data:`WALK_WEIGHTS` (relations in
     id order, then mentions, then synonyms: the order parallel edges are summed in)."""
-    s, d, values = _walk_edges(db, erows, crows, chunk_vertex, mentions)
+    s, d, values = _walk_edges(db, relations, erows, crows, chunk_vertex, mentions)
     lo, hi = np.minimum(s, d), np.maximum(s, d)
     del s, d
     upper = sp.coo_matrix((values, (lo, hi)), shape=(n, n)).tocsr()  # sums parallels
@@ -146,7 +151,12 @@ def save_walk(
 
 
 def _walk_edges(
-    db: sqlite3.Connection, erows: Rows, crows: Rows, chunk_vertex: np.ndarray, mentions: Mentions
+    db: sqlite3.Connection,
+    relations: RelationRows,
+    erows: Rows,
+    crows: Rows,
+    chunk_vertex: np.ndarray,
+    mentions: Mentions,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The walk's weighted edges (between vertices, loops and non-positive weights left
     out) as (source, target, weight), in the order their parallels are summed in."""
@@ -161,10 +171,10 @@ def _walk_edges(
         dst.append(b[keep])
         weight.append(value[keep])
 
-    # a packed row's co-occurrence predicate is NULL (kgrag.store.packed)
-    rels = "SELECT src, dst, predicate IS NULL OR predicate = ?, weight FROM relations ORDER BY id"
-    for batch in batches(db, rels, (COOC,)):
-        a, b, cooc, value = zip(*batch, strict=True)
+    for batch in relations():
+        _, a, predicate, b, value, _, _ = zip(*batch, strict=True)
+        # a packed row's co-occurrence predicate is NULL (kgrag.store.packed)
+        cooc = [p is None or p == COOC for p in predicate]
         scale = np.where(np.array(cooc, dtype=bool), w["cooc"], w["relation"])
         add(
             vertices([unpack_id(x) for x in a], erows, crows, chunk_vertex),
@@ -176,29 +186,28 @@ def _walk_edges(
     for batch in batches(db, syn):
         a, b, score = zip(*batch, strict=True)
         add(
-            vertices(a, erows, crows, chunk_vertex),
-            vertices(b, erows, crows, chunk_vertex),
+            vertices([unpack_id(x) for x in a], erows, crows, chunk_vertex),
+            vertices([unpack_id(x) for x in b], erows, crows, chunk_vertex),
             np.array(score, dtype=np.float64) * w["synonym"],
         )
     return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
 
 
-def save_relations(out: Path, db: sqlite3.Connection, erows: Rows) -> None:
+def save_relations(out: Path, relations: RelationRows, erows: Rows) -> None:
     """Entity-entity path lengths (1 stated, 1.5 co-occurrence), symmetric CSR, with
     the relation each unordered pair stands for (stated first, then heavier, then id)."""
     lo_parts, hi_parts, said_parts, weight_parts, at_parts = [], [], [], [], []
-    # no evidence: '[]' in a text row, an empty value in a packed one
-    no_evidence = "evidence IN ('[]', '', X'')"
-    sql = f"SELECT src, dst, kind = 'svo', weight, {no_evidence} FROM relations ORDER BY id"
     seen = 0
-    for batch in batches(db, sql):
-        a, b, stated, weights, bare = zip(*batch, strict=True)
+    for batch in relations():
+        _, a, _, b, weights, kinds, evidence = zip(*batch, strict=True)
         ra, rb = erows([unpack_id(x) for x in a]), erows([unpack_id(x) for x in b])
-        # a NULL evidence compares as NULL: it counts as evidence, as it always has
-        keep = (ra >= 0) & (rb >= 0) & (ra != rb) & (np.array(bare, dtype=object) != 1)
+        # no evidence: '[]' in a text row, an empty value in a packed one (NULL counts
+        # as evidence, as it always has)
+        bare = np.array([e in ("[]", "", b"") for e in evidence], dtype=bool)
+        keep = (ra >= 0) & (rb >= 0) & (ra != rb) & ~bare
         lo_parts.append(np.minimum(ra, rb)[keep])
         hi_parts.append(np.maximum(ra, rb)[keep])
-        said_parts.append(np.array(stated, dtype=bool)[keep])
+        said_parts.append(np.array([k == "svo" for k in kinds], dtype=bool)[keep])
         weight_parts.append(np.array(weights, dtype=np.float64)[keep])
         at_parts.append(seen + np.flatnonzero(keep))
         seen += len(batch)
@@ -224,7 +233,7 @@ def save_relations(out: Path, db: sqlite3.Connection, erows: Rows) -> None:
     np.save(out / "relations.indices.npy", cols[order].astype(index_dtype(len(erows.sorted))))
     np.save(out / "relations.data.npy", lengths[order].astype(np.float16))  # 1 and 1.5: exact
     np.save(out / "relations.edge.npy", index[order].astype(index_dtype(m)))
-    np.save(out / "relations.ids.npy", _ids_at(db, at))
+    np.save(out / "relations.ids.npy", _ids_at(relations, at))
     # the connected component of each entity over these relations: an entity of another
     # component than every seed has no path to them (provenance paths skip it)
     n = len(erows.sorted)
@@ -237,12 +246,12 @@ def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
 
-def _ids_at(db: sqlite3.Connection, at: np.ndarray) -> np.ndarray:
+def _ids_at(relations: RelationRows, at: np.ndarray) -> np.ndarray:
     """The ids of the relations at positions ``at`` of the id-ordered scan."""
     wanted = np.sort(at)
     picked: list[bytes | str] = []
     seen = 0
-    for batch in batches(db, "SELECT id FROM relations ORDER BY id"):
+    for batch in relations():
         lo, hi = np.searchsorted(wanted, [seen, seen + len(batch)])
         picked += [batch[i - seen][0] for i in wanted[lo:hi].tolist()]
         seen += len(batch)

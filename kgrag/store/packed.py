@@ -215,6 +215,11 @@ def row_text(table: str, row: Any) -> tuple[Any, ...]:
     version before packed ids stored it: how a Neo4j version keeps its records."""
     if table == "relations":
         return relation_text(row)
+    if table == "sentences":  # its entity ids: a packed list
+        return tuple(
+            dumps(list(unpack_ids(v))) if i == 4 and isinstance(v, bytes) else v
+            for i, v in enumerate(row)
+        )
     if table == "communities":
         return tuple(
             dumps(list(unpack_ids(v))) if i in COMMUNITY_LISTS and isinstance(v, bytes) else v

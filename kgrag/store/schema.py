@@ -22,6 +22,7 @@ from .packed import (
     community_values,
     dumps,
     pack_id,
+    pack_ids,
     relation_text,
     relation_values,
     unpack_id,
@@ -46,13 +47,13 @@ CREATE TABLE chunks (rid INTEGER PRIMARY KEY, id TEXT UNIQUE, doc_id TEXT, idx I
 CREATE VIRTUAL TABLE chunks_fts USING fts5(text, context, content='chunks', content_rowid='rid',
                                            tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE sentences (chunk_id TEXT, idx INTEGER, start INTEGER, "end" INTEGER,
-                        entity_ids TEXT, PRIMARY KEY (chunk_id, idx));
+                        entity_ids BLOB, PRIMARY KEY (chunk_id, idx));
 CREATE TABLE entities (id TEXT PRIMARY KEY, name TEXT, type TEXT, aliases TEXT) WITHOUT ROWID;
 CREATE TABLE mentions (entity_id BLOB, chunk_id BLOB, count INTEGER,
                        PRIMARY KEY (entity_id, chunk_id)) WITHOUT ROWID;
 CREATE TABLE relations (id BLOB PRIMARY KEY, src BLOB, predicate TEXT, dst BLOB, weight REAL,
                         kind TEXT, evidence BLOB) WITHOUT ROWID;
-CREATE TABLE synonyms (src TEXT, dst TEXT, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
+CREATE TABLE synonyms (src BLOB, dst BLOB, score REAL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
 CREATE TABLE communities (id TEXT PRIMARY KEY, level INTEGER, parent TEXT, children BLOB,
                           members BLOB, report TEXT, rating REAL, leaves BLOB);
 CREATE TABLE tree_nodes (id TEXT PRIMARY KEY, level INTEGER, children TEXT, summary TEXT,
@@ -105,7 +106,7 @@ INSERTS: dict[str, tuple[str, Any]] = {
     ),
     "sentences": (
         "INSERT INTO sentences VALUES (?,?,?,?,?)",
-        lambda s: (s.chunk_id, s.index, s.start, s.end, dumps(s.entity_ids)),
+        lambda s: (s.chunk_id, s.index, s.start, s.end, pack_ids(s.entity_ids)),
     ),
     "entities": (
         "INSERT INTO entities VALUES (?,?,?,?)",
@@ -121,7 +122,7 @@ INSERTS: dict[str, tuple[str, Any]] = {
     ),
     "synonyms": (
         "INSERT INTO synonyms VALUES (?,?,?)",
-        lambda s: (s.src, s.dst, s.score),
+        lambda s: (pack_id(s.src), pack_id(s.dst), s.score),
     ),
     "communities": (
         "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?)",
@@ -147,7 +148,9 @@ def chunk(row: Any) -> Chunk:
 
 
 def sentence(row: Any) -> Sentence:
-    return Sentence(row[0], row[1], row[2], row[3], _t(row[4]))
+    """A sentence from its stored row, its entity ids packed or (a version before packed
+    ids) JSON text."""
+    return Sentence(row[0], row[1], row[2], row[3], _ids(row[4]))
 
 
 def entity(row: Any, chunk_ids: tuple[str, ...]) -> Entity:
@@ -167,7 +170,7 @@ def relation(row: Any) -> Relation:
 
 
 def synonym(row: Any) -> Synonym:
-    return Synonym(row[0], row[1], row[2])
+    return Synonym(unpack_id(row[0]), unpack_id(row[1]), row[2])
 
 
 def community(row: Any) -> Community:

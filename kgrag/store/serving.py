@@ -53,6 +53,7 @@ from kgrag.store import schema
 from kgrag.store.ann import ANN_KINDS, ANN_MIN_ROWS, build_ann
 from kgrag.store.base import VECTOR_KINDS
 from kgrag.store.bm25 import Postings
+from kgrag.store.cooc import relation_batches
 from kgrag.store.graph_files import (
     BATCH,
     LINK_CAP,
@@ -103,8 +104,12 @@ def derive(folder: Path, out: Path, *, ann_min_rows: int = ANN_MIN_ROWS) -> dict
         chunk_vertex[crows.order] = n_ent + np.arange(n_chunk)
         names, kinds = _entity_names(db, erows, n_ent)
         mentions = read_mentions(db, erows, crows, chunk_vertex)
-        save_walk(out, db, erows, crows, chunk_vertex, mentions, n_ent + n_chunk)
-        save_relations(out, db, erows)
+
+        def relations() -> Any:
+            return relation_batches(db, folder, BATCH)
+
+        save_walk(out, db, relations, erows, crows, chunk_vertex, mentions, n_ent + n_chunk)
+        save_relations(out, relations, erows)
         pairs = np.stack([mentions.chunk, mentions.entity], axis=1)
         pairs = np.unique(pairs[(pairs[:, 0] >= 0) & (pairs[:, 1] >= 0)], axis=0)
         save_csr(out, "mentions", pairs, n_chunk, index_dtype(n_ent))

@@ -17,6 +17,7 @@ from kgrag.store import schema
 from kgrag.store.base import RECORD_KINDS, VECTOR_KINDS, RecordReader
 from kgrag.store.bm25 import Postings, QueryTokenizer, best, query_words, stop_words
 from kgrag.store.composed import COMPOSED_KIND, FactParts
+from kgrag.store.cooc import CoocColumns
 from kgrag.store.folder.files import ServingFiles
 from kgrag.store.kernels import Adjacency
 from kgrag.store.packed import filled_copies, pack_id, unpack_id
@@ -72,6 +73,10 @@ class SQLiteGraphReader(RecordReader):
             )
         except (OSError, ValueError) as exc:
             raise StoreError(f"{folder}: unreadable serving files: {exc}") from exc
+        try:
+            self._cooc = CoocColumns.of(folder)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{folder}: unreadable co-occurrence files: {exc}") from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -88,7 +93,9 @@ class SQLiteGraphReader(RecordReader):
         return rows
 
     def counts(self) -> dict[str, int]:
-        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in RECORD_KINDS}
+        out = {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in RECORD_KINDS}
+        out["relations"] += len(self._cooc) if self._cooc is not None else 0
+        return out
 
     def _documents(self, ids: Sequence[str] | None) -> list[Document]:
         sql = "SELECT id, title, uri, meta, text, sections FROM documents"
@@ -136,6 +143,11 @@ class SQLiteGraphReader(RecordReader):
             rows += self._by_ids(base, "kind = 'svo' AND dst", wanted)
         else:
             rows = self._by_ids(base, "id", wanted)
+            if self._cooc is not None:  # co-occurrences: columns (kgrag.store.cooc)
+                if wanted is None:
+                    rows += [r for batch in self._cooc.batches() for r in batch]
+                else:
+                    rows += self._cooc.find(wanted)
         unique = {unpack_id(r[0]): r for r in rows}
         return [schema.relation(unique[k]) for k in sorted(unique)]
 

@@ -38,6 +38,7 @@ from kgrag.store.base import (
     GraphWriter,
 )
 from kgrag.store.composed import COMPOSED_KIND, FactParts
+from kgrag.store.cooc import CoocWriter
 from kgrag.store.folder.reader import SQLiteGraphReader
 from kgrag.store.packed import community_rows, report_text
 from kgrag.store.serving import SERVING, SERVING_FORMAT, derive
@@ -192,6 +193,7 @@ class SQLiteGraphWriter(GraphWriter):
         )
         self._done = False
         self._filled: list[np.memmap] = []
+        self._cooc = CoocWriter()  # co-occurrences: columns, not rows (kgrag.store.cooc)
 
     def add(self, kind: str, records: Iterable[Any]) -> None:
         if kind not in RECORD_KINDS:
@@ -200,6 +202,9 @@ class SQLiteGraphWriter(GraphWriter):
         try:
             if kind == "communities":
                 self._communities(list(records))
+            elif kind == "relations":  # co-occurrences to their columns, saved now
+                self.db.executemany(sql, (row(r) for r in records if not self._cooc.take(r)))
+                self._cooc.save(self.folder)
             else:
                 self.db.executemany(sql, (row(r) for r in records))
         except sqlite3.IntegrityError as exc:
@@ -296,6 +301,7 @@ class SQLiteGraphWriter(GraphWriter):
             weights = len(load_fact_parts(folder).weight)
             if entities != weights:
                 raise StoreError(f"facts composed of {weights} entities, {entities} stored")
+        self._cooc.save(self.folder)
         self.db.executescript(schema.INDEXES)
         for kind, (fts, _, _) in schema.FTS.items():
             if kind != "communities":  # indexed as they were added

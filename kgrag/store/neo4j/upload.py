@@ -28,6 +28,7 @@ from kgrag.store import schema
 from kgrag.store.ann import ANN_KINDS, ANN_MIN_ROWS, trained_pq
 from kgrag.store.base import GRAPHS
 from kgrag.store.bm25 import Postings, inverse_frequency, tokenizer_of
+from kgrag.store.cooc import relation_batches
 from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.indexes import await_indexes, text_indexes, vector_index, version_indexes
 from kgrag.store.neo4j.model import ATTRIBUTES, LABELS, ids_of, labels_of, plain
@@ -194,7 +195,7 @@ class _Upload:
     def sentences(self) -> None:
         staged = self.staged
         srec = {
-            f"{r[0]}#{r[1]}": r
+            f"{r[0]}#{r[1]}": row_text("sentences", r)  # entity ids as JSON text
             for r in staged.db.execute(
                 'SELECT chunk_id, idx, start, "end", entity_ids FROM sentences'
             )
@@ -266,9 +267,7 @@ class _Upload:
             }
             for r in map(  # rows as text, however the staged version packs them
                 relation_text,
-                staged.db.execute(
-                    "SELECT id, src, predicate, dst, weight, kind, evidence FROM relations"
-                ),
+                (r for batch in relation_batches(staged.db, staged.folder) for r in batch),
             )
         )
         self.connection.write(
@@ -297,7 +296,7 @@ class _Upload:
             f"MATCH (a:`{entity}` {{id: row.src}}), (b:`{entity}` {{id: row.dst}}) "
             "CREATE (a)-[:SYNONYM {score: row.score}]->(b)",
             (
-                {"src": r[0], "dst": r[1], "score": r[2]}
+                {"src": unpack_id(r[0]), "dst": unpack_id(r[1]), "score": r[2]}
                 for r in db.execute("SELECT src, dst, score FROM synonyms")
             ),
         )

@@ -152,6 +152,29 @@ def test_onnx_encoder_hands_its_arena_back_and_encodes_the_same(monkeypatch):
     assert np.array_equal(enc.encode(texts), shrunk)
 
 
+def test_onnx_batches_are_bounded_in_tokens_and_encode_as_one_text_at_a_time(monkeypatch):
+    """A call holds at most ``tokens_per_call`` padded tokens (a longer text alone) and
+    ``batch_size`` texts; every text is in one batch; the vectors are those of a call
+    per text."""
+    from kgrag.encoders.onnx import OnnxEncoder
+
+    enc = load_encoder(MODEL, 64, "cpu", "onnx")
+    assert isinstance(enc, OnnxEncoder)
+    texts = _texts()
+    monkeypatch.setattr(enc, "tokens_per_call", 128)
+    batches = enc._batches(texts)
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))
+    width = (enc.token_counts(texts) + 2).clip(max=enc.max_len)
+    for b in batches:
+        assert len(b) <= 64
+        assert len(b) == 1 or len(b) * max(width[i] for i in b) <= 128
+    assert max(len(b) for b in batches) > 1  # short texts share a call
+    together = enc.encode(texts)
+    monkeypatch.setattr(enc, "batch_size", 1)
+    alone = enc.encode(texts)
+    assert np.allclose(together, alone, atol=1e-5)
+
+
 def test_onnx_export_is_cached_and_a_broken_one_is_a_clear_error(tmp_path, monkeypatch):
     """A copy of the model in a writable folder: the first load exports beside it, the
     second reads that file; a truncated export names itself."""

@@ -219,6 +219,25 @@ def test_vectors_must_match_their_ids(store):
         w.add_vectors("chunks", ["c:1", "c:2"], np.zeros((3, 4), np.float32))
 
 
+def test_sentences_and_synonyms_stored_packed_or_as_text_read_the_same(folder_store):
+    """A sentence's entity ids are a packed list and a synonym's ends packed ids; a
+    version written before (JSON text, text ids) reads as it is."""
+    _write(folder_store)
+    want = _records()
+    folder = folder_store.root / "versions" / folder_store.current()
+    db = sqlite3.connect(folder / "graph.sqlite")
+    assert {type(v) for (v,) in db.execute("SELECT entity_ids FROM sentences")} == {bytes}
+    assert {type(v) for (v,) in db.execute("SELECT src FROM synonyms")} == {bytes}
+    db.execute("UPDATE sentences SET entity_ids = '[\"e:d\"]'")
+    db.execute("DELETE FROM synonyms")
+    db.execute("INSERT INTO synonyms VALUES ('e:d', 'e:v', 0.81)")
+    db.commit()
+    db.close()
+    with folder_store.reader() as r:
+        assert r.sentences() == want["sentences"]
+        assert r.synonyms() == want["synonyms"]
+
+
 def test_a_community_carried_down_is_stored_once_and_read_whole(store):
     """A community carried down a level unchanged (one child with its members, report
     and leaves) is stored as NULLs and read back whole, down a chain of copies, alone
