@@ -16,6 +16,8 @@ from kgrag.rcp.fields import chunk_meta, infer_fields
 from kgrag.store import GraphStore, GraphWriter
 from kgrag.types import Chunk, Document
 
+from .progress import give_back
+
 
 def commit(
     store: GraphStore,
@@ -48,6 +50,7 @@ def commit_with(
         ids, matrix = vectors.pop(kind)
         writer.add_vectors(kind, ids, matrix)
         del ids, matrix
+    give_back()
     return writer.commit(meta)
 
 

@@ -29,7 +29,7 @@ from .extract import Extraction
 from .graph import graph_stats
 from .load import LoadResult, load_paths
 from .parse import LOCAL, Runner, build_encoder
-from .progress import PageBars, Stages
+from .progress import PageBars, Stages, give_back
 from .raptor import run_tree
 from .report import BuildReport, build_meta, fingerprint
 from .resolve import Resolution, resolve
@@ -234,11 +234,13 @@ def _run_stages(
         )
     put("mentions", res.mentions)
     res.mentions.clear()
+    give_back()
     with stages.stage("communities", 1):
         communities = _communities(res, chunks, c)
     for kind, batch in (("sentences", res.sentences), ("synonyms", res.synonyms)):
         put(kind, batch)
         batch.clear()
+    give_back()
     names = {e.id: e.name for e in res.entities}
     facts = embed.facts(res.relations)
     with stages.stage("embed", len(facts) + len(communities)) as tick:
@@ -254,6 +256,7 @@ def _run_stages(
         tick(len(fact_ids))
         put("relations", res.relations)
         res.relations.clear()
+        give_back()
         community_vecs = embed.embed_communities(batched(encoder, tick), communities)
         writer.add_vectors("communities", [m.id for m in communities], community_vecs)
         del community_vecs

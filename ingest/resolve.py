@@ -23,6 +23,7 @@ from kgrag.ids import content_id
 from kgrag.types import Entity, Mention, Sentence
 
 from .extract import CONCEPT_LABEL, TITLE_LABEL, Extraction
+from .progress import give_back
 from .relation_table import RelationTable
 from .synonyms import SynonymTable, synonym_pairs
 
@@ -98,6 +99,8 @@ def resolve(
         key=lambda e: e.id,
     )
     del chunk_ids, by_key
+    if release:
+        give_back()  # the raw extraction's pages, before the names' matrix is made
     vectors = encode([e.name for e in entities]) if entities else np.zeros((0, 1), np.float32)
     synonyms = synonym_pairs([e.id for e in entities], vectors, synonym_threshold, synonym_k)
     return Resolution(entities, mentions, relations, sentences, synonyms, vectors)
