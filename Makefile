@@ -38,8 +38,12 @@ NEO4J_BUILT := neo4j/target/classes/kgrag/neo4j/Launcher.class
 neo4j-build: $(NEO4J_BUILT)
 
 $(NEO4J_BUILT): neo4j/pom.xml $(wildcard neo4j/src/main/java/kgrag/neo4j/*.java)
-	mvn -q -B -f neo4j/pom.xml package
-	touch $@
+	@mkdir -p neo4j/target
+	@# Maven's own output (and the colour resets it writes on exit even with -B) goes to
+	@# a log, shown only when the build fails, so `make -s neo4j`'s last line is the URI
+	@mvn -q -B -Dstyle.color=never -f neo4j/pom.xml package > neo4j/target/build.log 2>&1 \
+		|| { cat neo4j/target/build.log >&2; exit 1; }
+	@touch $@
 
 # a server in the background (data in neo4j/data/, git-ignored); its Bolt URI last
 neo4j: install neo4j-build

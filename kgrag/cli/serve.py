@@ -19,7 +19,10 @@ def add_parser(sub: Any) -> None:
         help="serve graphs over RCP/1 (stdio, or HTTP with SSE) or MCP (stdio)",
         description="Bearer tokens come from the environment (KGRAG_TOKEN reads and writes; "
         "KGRAG_WRITE_TOKEN, when set, is needed for index/add and index/delete) or from "
-        "--token-file / --write-token-file, never from the command line.",
+        "--token-file / --write-token-file, never from the command line. Tokens scoped to "
+        "graphs and rights come from an access file (--access-file or KGRAG_ACCESS_FILE): a "
+        'JSON list of {"sha256": HEX, "graphs": [NAME, ...] or "*", "rights": ["read"] or '
+        '["read", "write"]}, read again when it changes.',
     )
     s.add_argument(
         "--graph",
@@ -44,6 +47,10 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("--token-file", help="file holding the bearer token for every call")
     s.add_argument("--write-token-file", help="file holding the bearer token for writes")
+    s.add_argument(
+        "--access-file",
+        help="JSON list of per-graph token grants (default: $KGRAG_ACCESS_FILE)",
+    )
     s.add_argument("--rate-limit", type=float, help="requests per second per client address")
     s.add_argument("--max-body", type=int, default=8 << 20, help="largest request, in bytes")
     s.add_argument("--workers", type=int, default=4, help="engine worker threads")
@@ -136,7 +143,9 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
 
     host, port = _address(args.http)
     access = Access(
-        _secret(args.token_file, "KGRAG_TOKEN"), _secret(args.write_token_file, "KGRAG_WRITE_TOKEN")
+        _secret(args.token_file, "KGRAG_TOKEN"),
+        _secret(args.write_token_file, "KGRAG_WRITE_TOKEN"),
+        file=args.access_file or os.environ.get("KGRAG_ACCESS_FILE") or None,
     )
     graphs = _open(args, config)
     try:

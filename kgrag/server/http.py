@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import math
 import re
@@ -34,7 +33,6 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -42,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from .access import EVERYONE, Access, Caller
 from .frames import dumps, error
 from .graphs import Graphs
 from .protocol import Context, Job, Limits, Rcp, Reply, Session
@@ -52,31 +51,6 @@ _PATH = re.compile(
 SESSION_TTL = 3600.0
 MAX_SESSIONS = 10_000
 _JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class Access:
-    """Bearer tokens: ``token`` reads (and writes, when no ``write_token``)."""
-
-    token: str | None = None
-    write_token: str | None = None
-
-    def check(self, header: str | None) -> tuple[bool, bool]:
-        """(may read, may write) for an ``Authorization`` header."""
-        given = header[7:].strip() if header and header[:7].lower() == "bearer " else None
-
-        def match(secret: str | None) -> bool:
-            return (
-                given is not None
-                and secret is not None
-                and hmac.compare_digest(given.encode(), secret.encode())
-            )
-
-        if self.token is None and self.write_token is None:
-            return True, True
-        writer = match(self.write_token) or (self.write_token is None and match(self.token))
-        reader = writer or match(self.token) or self.token is None
-        return reader, writer
 
 
 class RateLimiter:
@@ -162,13 +136,13 @@ class HttpRcp:
         self.limiter = RateLimiter(rate) if rate else None
         self.sessions = Sessions()
 
-    def guard(self, request: Request) -> tuple[Response | None, bool]:
+    def guard(self, request: Request) -> tuple[Response | None, Caller]:
         """Auth and rate limit, in that order (§5.2: auth comes before anything else)."""
-        may_read, may_write = self.access.check(request.headers.get("authorization"))
-        if not may_read:
+        caller = self.access.caller(request.headers.get("authorization"))
+        if caller is None:
             return _transport_error(
                 401, -32012, "missing or wrong bearer token", **{"WWW-Authenticate": "Bearer"}
-            ), False
+            ), EVERYONE
         if self.limiter is not None:
             client = request.client.host if request.client else "?"
             wait = self.limiter.wait(client)
@@ -180,8 +154,12 @@ class HttpRcp:
                     {"retryable": True, "retryAfterMs": math.ceil(wait * 1000)},
                 )
                 headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-                return Response(dumps(body), 429, headers, _JSON), may_write
-        return None, may_write
+                return Response(dumps(body), 429, headers, _JSON), caller
+        return None, caller
+
+    def readable(self, caller: Caller, graph: str) -> bool:
+        """Whether ``graph`` is served and ``caller`` may read it (else it is "not served")."""
+        return graph in self.graphs.names and caller.may_read(graph)
 
     async def handle(self, request: Request) -> Response:
         match = _PATH.match(request.url.path)
@@ -189,11 +167,11 @@ class HttpRcp:
             return JSONResponse({"error": f"{request.url.path} is not an RCP endpoint"}, 404)
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
-        refused, may_write = self.guard(request)
+        refused, caller = self.guard(request)
         if refused is not None:
             return refused
         graph = match["graph"] or self.graphs.default
-        if graph not in self.graphs.names:
+        if not self.readable(caller, graph):
             return _transport_error(404, -32015, f"no graph named {graph!r} is served")
         body = await _body(request, self.server.limits.max_body)
         if body is None:
@@ -207,7 +185,7 @@ class HttpRcp:
         key = match["session"] or request.headers.get("rcp-session", "")
         session = self.sessions.get(graph, key)
         base = str(request.base_url).rstrip("/")
-        ctx = Context(session, None, can_write=may_write, base_url=base)
+        ctx = Context(session, None, caller=caller, base_url=base)
         if isinstance(message, list):
             return await self._batch(message, ctx, match["method"])
         method = match["method"]
@@ -249,7 +227,7 @@ class HttpRcp:
         waiting = []
         for message in batch:
             future = loop.create_future()
-            member = Context(ctx.session, _settle(future), None, ctx.can_write, ctx.base_url)
+            member = Context(ctx.session, _settle(future), None, ctx.caller, ctx.base_url)
             outcome = self.server.route(message, member)
             if isinstance(outcome, Reply):
                 if outcome.shutdown:
@@ -336,7 +314,15 @@ def create_app(
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "graphs": list(graphs.names)})
+        """Alive; the graphs the caller may read (none without a token where one is needed)."""
+        caller = endpoint.access.caller(request.headers.get("authorization"))
+        body: dict[str, Any] = {
+            "status": "ok",
+            "graphs": caller.visible(graphs.names) if caller else [],
+        }
+        if caller is None:
+            body["auth"] = "required"
+        return JSONResponse(body)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

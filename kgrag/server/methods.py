@@ -29,7 +29,7 @@ class Rcp(Protocol):
     @property
     def graphs(self) -> Graphs: ...
 
-    def capabilities(self, name: str) -> dict[str, Any]: ...
+    def capabilities(self, name: str, caller: Any = ...) -> dict[str, Any]: ...
 
 
 class Call(Protocol):
@@ -55,6 +55,9 @@ class Context(Protocol):
 
     @property
     def base_url(self) -> str | None: ...
+
+    @property
+    def caller(self) -> Any: ...
 
 
 #: index/add results remembered per graph for ``_meta.idempotencyKey``
@@ -130,11 +133,11 @@ def catalog_list(server: Rcp, call: Call, ctx: Context) -> dict[str, Any]:
     from .. import __version__
 
     engines = []
-    for name in server.graphs.names:
+    for name in ctx.caller.visible(server.graphs.names):
         entry: dict[str, Any] = {
             "id": name,
             "server": {"name": "kgrag", "version": __version__},
-            "capabilities": server.capabilities(name),
+            "capabilities": server.capabilities(name, ctx.caller),
             "x-kgrag-graph": name,
         }
         if ctx.base_url is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import KgragError, NotFound
 from . import methods
+from .access import EVERYONE, Caller
 from .frames import error, failure, id_key, ok, valid_id
 from .graphs import LOG_LEVELS, Graphs
 
@@ -189,7 +190,8 @@ class Context:
     session: Session
     send: Send | None
     emit: Emit | None = None
-    can_write: bool = True
+    #: the graphs the sender may read and write (stdio: every one)
+    caller: Caller = EVERYONE
     #: the HTTP base URL (for catalog/list endpoints); None over stdio
     base_url: str | None = None
 
@@ -232,25 +234,37 @@ class Rcp:
 
     # -- results that need no engine --------------------------------------------------------
 
-    def capabilities(self, graph: str) -> dict[str, Any]:
-        return self.graphs.capabilities(graph, self.transport)
+    def capabilities(self, graph: str, caller: Caller = EVERYONE) -> dict[str, Any]:
+        """``graph``'s capabilities as ``caller`` sees them: only graphs it may read are named."""
+        caps = self.graphs.capabilities(graph, self.transport)
+        if caller.read is None:
+            return caps
+        visible = caller.visible(self.graphs.names)
+        caps = dict(caps)
+        if "catalog" in caps:
+            caps["catalog"] = {**caps["catalog"], "engines": len(visible)}
+        if "x-kgrag" in caps:
+            caps["x-kgrag"] = {**caps["x-kgrag"], "graphs": visible}
+        return caps
 
-    def info(self, session: Session) -> dict[str, Any]:
+    def info(self, session: Session, caller: Caller = EVERYONE) -> dict[str, Any]:
         from .. import __version__
 
         graph = session.graph
         return {
             "protocolVersion": session.protocol_version,
             "server": {"name": "kgrag", "version": __version__},
-            "capabilities": self.capabilities(graph),
+            "capabilities": self.capabilities(graph, caller),
             "_meta": {
                 "conformance": CONFORMANCE,
                 "graph": graph,
-                "graphs": list(self.graphs.names),
+                "graphs": caller.visible(self.graphs.names),
             },
         }
 
-    def _initialize(self, id_: Any, params: dict[str, Any], session: Session) -> dict[str, Any]:
+    def _initialize(
+        self, id_: Any, params: dict[str, Any], session: Session, caller: Caller
+    ) -> dict[str, Any]:
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
             return error(
@@ -287,7 +301,7 @@ class Rcp:
             session.client = dict(client) if isinstance(client, dict) else {}
             wants_log = isinstance(caps, dict) and "log" in caps
             session.log_level = level if wants_log and self.transport == "stdio" else None
-        result = self.info(session)
+        result = self.info(session, caller)
         if session.key:
             result["_meta"]["session"] = session.key
         return ok(id_, result)
@@ -322,9 +336,9 @@ class Rcp:
         session = ctx.session
         session.last_seen = time.monotonic()
         if method == "initialize":
-            return Reply(self._initialize(id_, params, session))
+            return Reply(self._initialize(id_, params, session, ctx.caller))
         if method == "info":
-            return Reply(ok(id_, self.info(session)))
+            return Reply(ok(id_, self.info(session, ctx.caller)))
         if method == "ping":
             return Reply(ok(id_, {"nonce": params["nonce"]} if "nonce" in params else {}))
         if method == "shutdown":
@@ -333,9 +347,11 @@ class Rcp:
         if refused is not None:
             return Reply(error(id_, *refused))
         try:
-            graph = self._graph_of(params, session)
+            graph = self._graph_of(params, session, ctx.caller)
         except KgragError as exc:
             return Reply(failure(id_, exc))
+        if method in WRITES and not ctx.caller.may_write(graph):
+            return Reply(error(id_, -32012, f"this caller may not {method[6:]} documents"))
         call = Call(id_, method, params, session, ctx.send, graph=graph, emit=ctx.emit)
         with session.lock:
             key = id_key(id_)
@@ -354,18 +370,16 @@ class Rcp:
         gate = GATES[method]
         if gate is not None and gate not in self.capabilities(session.graph):
             return (-32003, f"{method} needs capability {gate!r}, which this server does not offer")
-        if method in WRITES and not ctx.can_write:
-            return (-32012, f"this caller may not {method.replace('index/', '')} documents")
         return None
 
-    def _graph_of(self, params: dict[str, Any], session: Session) -> str:
+    def _graph_of(self, params: dict[str, Any], session: Session, caller: Caller) -> str:
         name = params.pop(GRAPH_PARAM, None)
         if name is None:
             return session.graph
-        if not isinstance(name, str) or name not in self.graphs.names:
+        if not isinstance(name, str) or name not in self.graphs.names or not caller.may_read(name):
+            served = ", ".join(caller.visible(self.graphs.names))
             raise NotFound(
-                f"no graph named {name!r} is served (served: {', '.join(self.graphs.names)})",
-                field=GRAPH_PARAM,
+                f"no graph named {name!r} is served (served: {served})", field=GRAPH_PARAM
             )
         return name
 
@@ -397,8 +411,10 @@ class Rcp:
         if method not in SIDE_EFFECTS or self._gate(method, session, ctx) is not None:
             return None
         try:
-            graph = self._graph_of(params, session)
+            graph = self._graph_of(params, session, ctx.caller)
         except KgragError:
+            return None
+        if method in WRITES and not ctx.caller.may_write(graph):
             return None
         call = Call(None, method, params, session, None, graph=graph)
         return Job(call, self._runner(method, ctx))

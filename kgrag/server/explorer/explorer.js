@@ -228,6 +228,11 @@
 
   async function loadGraphs() {
     const health = await request("health", { method: "GET" });
+    // a server that needs a token names no graph to a caller without one
+    if (health.auth === "required") {
+      const message = state.token ? "missing or wrong bearer token" : "a bearer token is needed";
+      throw new RpcError({ code: -32012, message }, 401);
+    }
     state.graphs = Array.isArray(health.graphs) ? health.graphs.map(String) : [];
     const picker = $("graph");
     picker.replaceChildren(...state.graphs.map((g) => el("option", { value: g, text: g })));

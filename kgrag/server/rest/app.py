@@ -60,7 +60,7 @@ def rest_routes(endpoint: Any) -> list[Route]:
     server = endpoint.server
 
     async def query(request: Request, model: type[QueryBody]) -> Response:
-        refused, _ = endpoint.guard(request)
+        refused, caller = endpoint.guard(request)
         if refused is not None:
             return refused
         raw = await request.body()
@@ -77,8 +77,8 @@ def rest_routes(endpoint: Any) -> list[Route]:
         except ValidationError as exc:
             return _unprocessable(_pydantic_errors(exc))
         name = body.resolved_namespace(graphs)
-        if name is None:
-            served = ", ".join(graphs.names)
+        if name is None or not caller.may_read(name):
+            served = ", ".join(caller.visible(graphs.names))
             return JSONResponse(
                 {"detail": f"namespace {body.namespace!r} not found (served: {served})"}, 404
             )
@@ -113,13 +113,13 @@ def rest_routes(endpoint: Any) -> list[Route]:
 
 async def _image(endpoint: Any, request: Request) -> Response:
     """A picture of a document read from a file, for the evidence's image parts."""
-    refused, _ = endpoint.guard(request)
+    refused, caller = endpoint.guard(request)
     if refused is not None:
         return refused
     graphs = endpoint.graphs
     asked = (request.query_params.get("namespace") or "").strip() or "default"
     name = asked if asked in graphs.names else graphs.default if asked == "default" else None
-    if name is None:
+    if name is None or not caller.may_read(name):
         return JSONResponse({"detail": f"namespace {asked!r} not found"}, 404)
     doc = request.path_params["doc"]
     try:

@@ -130,7 +130,8 @@ def test_unknown_assets_are_404_and_the_api_stays_where_it_was(server: Running):
 def test_the_page_is_served_without_the_token_but_the_api_is_not(guarded_server: Running):
     assert get(guarded_server.url, "/")[0] == 200
     assert get(guarded_server.url, "/explorer/explorer.js")[0] == 200
-    assert get(guarded_server.url, "/health")[0] == 200  # the graph picker needs no token
+    status, _, body = get(guarded_server.url, "/health")  # alive, but names no graph
+    assert status == 200 and json.loads(body) == {"status": "ok", "graphs": [], "auth": "required"}
     ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     status, headers, _ = get(guarded_server.url, "/rcp/ping", "POST", ping)
     assert status == 401 and headers["www-authenticate"] == "Bearer"
@@ -337,13 +338,15 @@ def test_a_server_with_a_token_asks_for_it_and_refuses_a_wrong_one(
     sent: list[str | None] = []
     page.on(
         "request",
-        lambda r: sent.append(r.headers.get("authorization")) if "/rcp/" in r.url else None,
+        lambda r: sent.append(r.headers.get("authorization"))
+        if "/rcp/" in r.url or r.url.endswith("/health")
+        else None,
     )
     page.goto(guarded_server.url + "/?q=Where+was+Marie+Curie+born%3F&op=retrieve")
     panel = page.locator("#token-panel")
     expect(panel).to_be_visible()
     expect(page.locator("#token-message")).to_contain_text("needs a bearer token")
-    assert page.locator("#graph option").count() == 2  # /health answers without the token
+    assert page.locator("#graph option").count() == 0  # no graph is named without the token
     page.fill("#token", "not-the-token")
     page.press("#token", "Enter")
     expect(page.locator("#token-message")).to_contain_text("refused")
@@ -353,6 +356,7 @@ def test_a_server_with_a_token_asks_for_it_and_refuses_a_wrong_one(
     page.press("#token", "Enter")
     expect(page.locator("#status")).to_have_class(re.compile(r"\bok\b"))
     expect(panel).to_be_hidden()
+    assert page.locator("#graph option").count() == 2
     assert "Marie Curie" in titles(page)[:3]
     assert f"Bearer {TOKEN}" in sent and "Bearer not-the-token" in sent
     assert TOKEN not in page.url
