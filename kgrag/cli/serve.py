@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,10 +52,28 @@ def add_parser(sub: Any) -> None:
         "--access-file",
         help="JSON list of per-graph token grants (default: $KGRAG_ACCESS_FILE)",
     )
+    s.add_argument(
+        "--log-format",
+        choices=["json", "text"],
+        default="json",
+        help="stderr log lines: JSON objects with request ids (default) or plain text",
+    )
     s.add_argument("--rate-limit", type=float, help="requests per second per client address")
     s.add_argument("--max-body", type=int, default=8 << 20, help="largest request, in bytes")
     s.add_argument("--workers", type=int, default=4, help="engine worker threads")
     s.add_argument("--timeout", type=float, default=120.0, help="seconds before a read gives up")
+    s.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a client has to send its request body (else 408)",
+    )
+    s.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds SIGTERM waits for requests in flight before it cancels them",
+    )
     s.add_argument("--cors", action="append", metavar="ORIGIN", help="allow a browser origin")
     s.add_argument(
         "--no-explorer", action="store_true", help="do not serve the graph explorer page at /"
@@ -84,19 +103,32 @@ def run(args: argparse.Namespace) -> int:
     from kgrag.config import load_config
     from kgrag.server.protocol import Limits
 
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if args.workers < 1 or args.max_body < 1024 or args.timeout <= 0:
-        raise InvalidParams("--workers >= 1, --max-body >= 1024 and --timeout > 0", field="limits")
+    handler = logging.StreamHandler(sys.stderr)
+    if args.log_format == "json":
+        from kgrag.server.ops import JsonFormatter
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    if args.workers < 1 or args.max_body < 1024 or min(args.timeout, args.body_timeout) <= 0:
+        raise InvalidParams(
+            "--workers >= 1, --max-body >= 1024, --timeout > 0 and --body-timeout > 0",
+            field="limits",
+        )
+    if args.grace < 0:
+        raise InvalidParams("--grace must be 0 or more seconds", field="grace")
     if args.rate_limit is not None and args.rate_limit <= 0:
         raise InvalidParams("--rate-limit must be positive", field="rate-limit")
     from kgrag.threads import serve_queries
 
     serve_queries()
-    limits = Limits(workers=args.workers, timeout=args.timeout, max_body=args.max_body)
+    limits = Limits(
+        workers=args.workers,
+        timeout=args.timeout,
+        max_body=args.max_body,
+        body_timeout=args.body_timeout,
+    )
     config = load_config(args.config)
     if args.mcp:
         return _serve_mcp(args, config)
@@ -167,9 +199,28 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
             flush=True,
         )
         server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=args.grace,
+            )
         )
-        server.run(sockets=[sock])
+        # On SIGTERM or SIGINT uvicorn stops taking connections, waits up to --grace for
+        # those in flight, runs the app's shutdown (engine calls finish), then raises
+        # the signal again under the handler it found: these, so the exit is a clean 0.
+        previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            server.run(sockets=[sock])
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        logging.getLogger("kgrag.server").info("stopped")
     finally:
         graphs.close()
     return 0
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    """The signal uvicorn raises again once it has shut down: already handled."""

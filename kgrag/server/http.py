@@ -43,7 +43,9 @@ from starlette.routing import BaseRoute, Route
 from .access import EVERYONE, Access, Caller
 from .frames import dumps, error
 from .graphs import Graphs
-from .protocol import Context, Job, Limits, Rcp, Reply, Session
+from .http_body import SlowBody, read_body
+from .ops import Metrics, Observe, ops_routes
+from .protocol import GATES, WRITES, Context, Job, Limits, Rcp, Reply, Session
 
 _PATH = re.compile(
     r"^(?:/graphs/(?P<graph>[^/]+))?(?:/s/(?P<session>[^/]+))?/rcp(?:/(?P<method>.+?))?/?$"
@@ -105,20 +107,6 @@ def _transport_error(status: int, code: int, message: str, **headers: str) -> Re
     return Response(dumps(error(None, code, message)), status, headers or None, _JSON)
 
 
-async def _body(request: Request, limit: int) -> bytes | None:
-    """The request body, or None when it exceeds ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class HttpRcp:
     """The RCP endpoint of the app: auth, limits, sessions, then :class:`Rcp`."""
 
@@ -135,6 +123,7 @@ class HttpRcp:
         self.access = access or Access()
         self.limiter = RateLimiter(rate) if rate else None
         self.sessions = Sessions()
+        self.metrics: Metrics | None = None
 
     def guard(self, request: Request) -> tuple[Response | None, Caller]:
         """Auth and rate limit, in that order (§5.2: auth comes before anything else)."""
@@ -167,13 +156,18 @@ class HttpRcp:
             return JSONResponse({"error": f"{request.url.path} is not an RCP endpoint"}, 404)
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
+        request.state.rcp_method = match["method"]
         refused, caller = self.guard(request)
         if refused is not None:
             return refused
         graph = match["graph"] or self.graphs.default
         if not self.readable(caller, graph):
             return _transport_error(404, -32015, f"no graph named {graph!r} is served")
-        body = await _body(request, self.server.limits.max_body)
+        request.state.graph = graph
+        try:
+            body = await read_body(request, self.server.limits)
+        except SlowBody as exc:
+            return _transport_error(408, -32600, str(exc), Connection="close")
         if body is None:
             return _transport_error(
                 413, -32013, f"request body exceeds {self.server.limits.max_body} bytes"
@@ -199,19 +193,35 @@ class HttpRcp:
         wants_sse = "text/event-stream" in request.headers.get("accept", "")
         if wants_sse and _progress_token(message) is not None:
             return await self._stream(message, ctx)
+        request.state.rcp_method = message.get("method")
         future = asyncio.get_running_loop().create_future()
         ctx.send = _settle(future)
         outcome = self.server.route(message, ctx)
         if isinstance(outcome, Reply):
             if outcome.shutdown:
                 session.reset()
+            _noted(request, outcome.response)
             return _answer(outcome.response)
         if outcome is None:
             return Response(status_code=204)
-        self.server.submit(outcome)
-        if outcome.call.id is None:
-            return Response(status_code=204)
-        return Response(await future, 200, media_type=_JSON)
+        request.state.graph = outcome.call.graph
+        metrics = self.metrics if outcome.call.method in WRITES else None
+        if metrics is not None:
+            metrics.writing.labels(outcome.call.graph).inc()
+        try:
+            self.server.submit(outcome)
+            if outcome.call.id is None:
+                return Response(status_code=204)
+            frame = await future
+        finally:
+            if metrics is not None:
+                metrics.writing.labels(outcome.call.graph).dec()
+        if b'"error":' in frame or metrics is not None:
+            answered = json.loads(frame)
+            _noted(request, answered)
+            if metrics is not None and "result" in answered:
+                metrics.written(outcome.call.method, outcome.call.graph, answered["result"])
+        return Response(frame, 200, media_type=_JSON)
 
     async def _batch(self, batch: list[Any], ctx: Context, method: str | None) -> Response:
         if method:
@@ -266,12 +276,25 @@ class HttpRcp:
         self.server.submit(outcome)
 
         async def frames() -> AsyncIterator[bytes]:
-            while (frame := await queue.get()) is not None:
-                yield b"data: " + frame + b"\n\n"
+            finished = False
+            try:
+                while (frame := await queue.get()) is not None:
+                    yield b"data: " + frame + b"\n\n"
+                finished = True
+            finally:
+                if not finished:  # the client went away: a read stops waiting for a worker
+                    outcome.call.cancel("the client disconnected")
 
         return StreamingResponse(
             frames(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
         )
+
+
+def _noted(request: Request, response: dict[str, Any]) -> None:
+    """Keep a JSON-RPC error's code for the request's metrics."""
+    err = response.get("error")
+    if isinstance(err, dict):
+        request.state.rpc_error = err.get("code")
 
 
 def _progress_token(message: Any) -> Any:
@@ -312,6 +335,7 @@ def create_app(
     from kgrag.server.rest.app import rest_routes
 
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
+    endpoint.metrics = Metrics(graphs, GATES)
 
     async def health(request: Request) -> Response:
         """Alive; the graphs the caller may read (none without a token where one is needed)."""
@@ -332,6 +356,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            *ops_routes(endpoint),
             *rest_routes(endpoint),
             *(routes or []),
             Route("/{path:path}", endpoint.handle, methods=["GET", "POST", "PUT", "DELETE"]),
@@ -339,6 +364,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.rcp = endpoint
+    app.add_middleware(Observe, metrics=endpoint.metrics)
     if cors:
         from starlette.middleware.cors import CORSMiddleware
 

@@ -15,6 +15,7 @@ cancelled or timed out once they run: their result is the only honest answer.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import threading
@@ -207,6 +208,8 @@ class Limits:
     timeout: float = 120.0
     max_body: int = 8 * 1024 * 1024
     max_batch: int = 64
+    #: seconds an HTTP client has to send its whole body (a slow sender gets 408)
+    body_timeout: float = 30.0
 
 
 class Rcp:
@@ -441,7 +444,8 @@ class Rcp:
             timer = threading.Timer(self.limits.timeout, self._expire, args=(call,))
             timer.daemon = True
             timer.start()
-        self.executor.submit(self._run, job, timer)
+        # the request's context (its id, for log records) goes with it to the worker
+        self.executor.submit(contextvars.copy_context().run, self._run, job, timer)
 
     def _expire(self, call: Call) -> None:
         call.answer(

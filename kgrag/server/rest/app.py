@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kgrag.errors import KgragError
+from kgrag.server.http_body import SlowBody, read_body
 from kgrag.server.rest.evidence import IMAGES
 from kgrag.server.rest.models import QueryBody, QueryBodyV2, openapi
 from kgrag.server.rest.route import answer
@@ -63,8 +64,11 @@ def rest_routes(endpoint: Any) -> list[Route]:
         refused, caller = endpoint.guard(request)
         if refused is not None:
             return refused
-        raw = await request.body()
-        if len(raw) > server.limits.max_body:
+        try:
+            raw = await read_body(request, server.limits)
+        except SlowBody as exc:
+            return JSONResponse({"detail": str(exc)}, 408, {"Connection": "close"})
+        if raw is None:
             return JSONResponse({"detail": f"body exceeds {server.limits.max_body} bytes"}, 413)
         try:
             data = json.loads(raw)
@@ -82,6 +86,7 @@ def rest_routes(endpoint: Any) -> list[Route]:
             return JSONResponse(
                 {"detail": f"namespace {body.namespace!r} not found (served: {served})"}, 404
             )
+        request.state.graph = name
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(
@@ -121,6 +126,7 @@ async def _image(endpoint: Any, request: Request) -> Response:
     name = asked if asked in graphs.names else graphs.default if asked == "default" else None
     if name is None or not caller.may_read(name):
         return JSONResponse({"detail": f"namespace {asked!r} not found"}, 404)
+    request.state.graph = name
     doc = request.path_params["doc"]
     try:
         number = int(request.path_params["number"])

@@ -240,8 +240,18 @@ def test_kgrag_serve_takes_the_access_file_and_never_logs_a_token(
         assert rpc(base, "/rcp", "s3cret-wrong", "ping")[0] == 401
         status, body = rpc(base, "/rcp", "alpha-read", "index/add", {"documents": []})
         assert status == 200 and body["error"]["code"] in (-32001, -32012)
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request("GET", "/health", headers={"X-Request-Id": "probe-access-1"})
+        assert conn.getresponse().getheader("X-Request-Id") == "probe-access-1"
+        conn.close()
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)
     for secret in ("alpha-read", "s3cret-wrong"):
         assert secret not in err
+    logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    probe = [r for r in logged if r.get("request_id") == "probe-access-1"]
+    assert probe and probe[0]["route"] == "health" and probe[0]["status"] == 200, err
+    refused = [r for r in logged if r.get("status") == 401]
+    assert len(refused) == 2 and all(r["route"] == "rcp" for r in refused), err

@@ -338,9 +338,11 @@ def test_a_server_with_a_token_asks_for_it_and_refuses_a_wrong_one(
     sent: list[str | None] = []
     page.on(
         "request",
-        lambda r: sent.append(r.headers.get("authorization"))
-        if "/rcp/" in r.url or r.url.endswith("/health")
-        else None,
+        lambda r: (
+            sent.append(r.headers.get("authorization"))
+            if "/rcp/" in r.url or r.url.endswith("/health")
+            else None
+        ),
     )
     page.goto(guarded_server.url + "/?q=Where+was+Marie+Curie+born%3F&op=retrieve")
     panel = page.locator("#token-panel")
