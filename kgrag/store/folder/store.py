@@ -42,6 +42,7 @@ from kgrag.store.cooc import CoocWriter
 from kgrag.store.folder.reader import SQLiteGraphReader
 from kgrag.store.packed import community_rows, report_text
 from kgrag.store.serving import SERVING, SERVING_FORMAT, derive
+from kgrag.store.space import out_of_room, room_message
 from kgrag.store.vectors import (
     code_files,
     is_composed,
@@ -147,7 +148,13 @@ class SQLiteGraphStore(GraphStore):
             ) from exc
 
     def writer(self) -> SQLiteGraphWriter:
-        return SQLiteGraphWriter(self)
+        try:
+            return SQLiteGraphWriter(self)
+        except (OSError, sqlite3.Error) as exc:
+            reason = out_of_room(exc)
+            if reason is None:
+                raise
+            raise StoreError(room_message(self.root, reason, self.current())) from exc
 
     # -- used by the writer while it holds the lock --------------------------------
 
@@ -185,13 +192,20 @@ class SQLiteGraphWriter(GraphWriter):
         for stale in store.root.glob(f".{MANIFEST}.*"):
             stale.unlink(missing_ok=True)
         self.folder = store.root / "versions" / f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        (self.folder / "vectors").mkdir(parents=True)
-        self.db = sqlite3.connect(self.folder / "graph.sqlite")
-        self.db.executescript(
-            f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-{_CACHE_KIB};"
-            + schema.DDL
-        )
         self._done = False
+        try:
+            (self.folder / "vectors").mkdir(parents=True)
+            self.db = sqlite3.connect(self.folder / "graph.sqlite")
+            self.db.executescript(
+                f"PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                f"PRAGMA cache_size=-{_CACHE_KIB};" + schema.DDL
+            )
+        except BaseException:
+            with contextlib.suppress(AttributeError, sqlite3.Error):
+                self.db.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self._release()
+            raise
         self._filled: list[np.memmap] = []
         self._cooc = CoocWriter()  # co-occurrences: columns, not rows (kgrag.store.cooc)
 
@@ -324,6 +338,15 @@ class SQLiteGraphWriter(GraphWriter):
         self.store._publish(version, meta)
         self._release()
         return version
+
+    def __exit__(self, *info: object) -> None:
+        self.abort()
+        exc = info[1] if len(info) > 1 else None
+        if not isinstance(exc, BaseException) or isinstance(exc, StoreError):
+            return
+        reason = out_of_room(exc)
+        if reason is not None:
+            raise StoreError(room_message(self.store.root, reason, self.store.current())) from exc
 
     def abort(self) -> None:
         if self._done:
