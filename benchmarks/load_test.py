@@ -99,11 +99,17 @@ class Load:
             self.failure_samples.append(f"{op}: {kind}: {detail[:300]}")
 
     async def rpc(
-        self, client: Any, op: str, method: str, params: dict[str, Any], session: str = ""
+        self,
+        client: Any,
+        op: str,
+        method: str,
+        params: dict[str, Any],
+        session: str = "",
+        timeout: float | None = None,
     ) -> Any:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
         path = f"/s/{session}/rcp/{method}" if session else f"/rcp/{method}"
-        return await self.send(client, op, "POST", path, body, rpc=True)
+        return await self.send(client, op, "POST", path, body, rpc=True, timeout=timeout)
 
     async def session(self, client: Any, key: str) -> str:
         """A session of its own for one client, initialized."""
@@ -116,11 +122,19 @@ class Load:
         return key
 
     async def send(
-        self, client: Any, op: str, verb: str, path: str, body: Any = None, rpc: bool = False
+        self,
+        client: Any,
+        op: str,
+        verb: str,
+        path: str,
+        body: Any = None,
+        rpc: bool = False,
+        timeout: float | None = None,
     ) -> Any:
         started = time.perf_counter()
         try:
-            resp = await client.request(verb, self.base + path, json=body)
+            wait = timeout or self.args.timeout
+            resp = await client.request(verb, self.base + path, json=body, timeout=wait)
         except Exception as exc:  # a transport error is a failed request
             self.failed(op, type(exc).__name__, str(exc))
             return None
@@ -185,11 +199,20 @@ class Load:
                 "title": f"Lighthouse keeper {n}",
                 "text": f"{MARK} kept the Skarv lighthouse for {n} years and logged every ship.",
             }
-            added = await self.rpc(client, "index/add", "index/add", {"documents": [doc]}, key)
+            added = await self.rpc(
+                client, "index/add", "index/add", {"documents": [doc]}, key, self.args.write_timeout
+            )
             if added:
                 self.writes.append((added["indexVersion"], "add", f"d:load-{n}"))
             if last is not None:
-                gone = await self.rpc(client, "index/delete", "index/delete", {"ids": [last]}, key)
+                gone = await self.rpc(
+                    client,
+                    "index/delete",
+                    "index/delete",
+                    {"ids": [last]},
+                    key,
+                    self.args.write_timeout,
+                )
                 if gone:
                     self.writes.append((gone["indexVersion"], "delete", last))
             last = f"d:load-{n}" if added else last
@@ -304,7 +327,10 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=600.0, help="seconds of load")
     ap.add_argument("--write-every", type=float, default=3.0, help="seconds between writes")
     ap.add_argument("--workers", type=int, default=4, help="the server's worker threads")
-    ap.add_argument("--timeout", type=float, default=120.0, help="a request's client timeout")
+    ap.add_argument("--timeout", type=float, default=120.0, help="a read's client timeout")
+    ap.add_argument(
+        "--write-timeout", type=float, default=1800.0, help="a write's client timeout (s)"
+    )
     ap.add_argument("--out", help="write the result as JSON here (and the server log beside)")
     args = ap.parse_args()
     log = Path(args.out).with_suffix(".server.log") if args.out else Path("load-server.log")

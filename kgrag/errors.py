@@ -67,6 +67,13 @@ class StoreError(KgragError):
     code = -32603
 
 
+class Unavailable(StoreError):
+    """The graph's store cannot be reached now (a Neo4j that is down); worth retrying."""
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message, retryable=True, **data)
+
+
 class ModelError(KgragError):
     code = -32603
 

@@ -94,6 +94,9 @@ class Engine:
         if self.follow_latest:
             current = self.store.current()
             if current and current != self.reader.index_version:  # a writer published since
+                # the version unpinned calls served until now is let go: calls still on
+                # it keep their retriever until they end; a pinned call opens it again
+                self._retrievers.pop(self.reader.index_version, None)
                 self.reader = self.store.reader(current)
         return self.reader.index_version
 
@@ -218,16 +221,20 @@ class Engine:
         (none when nothing changed); unpinned calls then serve it.
         """
         from ingest.incremental.update import apply_update, documents_from_params
+        from ingest.progress import give_back
 
         docs = documents_from_params(documents)
-        result = apply_update(
-            self.store,
-            self._build_config(),
-            self.encoder,
-            add=docs,
-            split=chunk,
-            contextual=contextual,
-        )
+        try:
+            result = apply_update(
+                self.store,
+                self._build_config(),
+                self.encoder,
+                add=docs,
+                split=chunk,
+                contextual=contextual,
+            )
+        finally:
+            give_back()  # the update held the whole graph: its pages go back to the system
         with self._lock:
             self._latest()
         return {"ids": result.ids, "chunks": result.chunks, "indexVersion": result.index_version}
@@ -241,12 +248,12 @@ class Engine:
 
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
             raise InvalidParams("ids must be an array of strings", field="ids")
-        result = apply_update(
-            self.store,
-            self._build_config(),
-            self.encoder,
-            delete=ids,
-        )
+        from ingest.progress import give_back
+
+        try:
+            result = apply_update(self.store, self._build_config(), self.encoder, delete=ids)
+        finally:
+            give_back()
         with self._lock:
             self._latest()
         return {"deleted": result.deleted, "indexVersion": result.index_version}

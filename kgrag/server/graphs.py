@@ -56,6 +56,8 @@ class Graphs:
         self.writable = writable
         self._caps: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
+        #: graphs whose store could not be reached at their last call or probe, and why
+        self.unavailable: dict[str, str] = {}
         #: index/add results by idempotency key, per graph (spec §7.10)
         self.idempotent: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in self.names}
 
@@ -104,6 +106,13 @@ class Graphs:
                 caps["x-kgrag"] = {"graph": name, "graphs": list(self.names)}
                 self._caps[key] = caps
             return self._caps[key]
+
+    def note(self, name: str, trouble: str | None) -> None:
+        """Record that ``name``'s store answered (None) or could not be reached."""
+        if trouble is not None:
+            self.unavailable[name] = trouble
+        elif name in self.unavailable:
+            self.unavailable.pop(name, None)
 
     def close(self) -> None:
         for engine in self.engines.values():

@@ -344,6 +344,9 @@ def create_app(
             "status": "ok",
             "graphs": caller.visible(graphs.names) if caller else [],
         }
+        down = {n: why for n, why in graphs.unavailable.items() if n in body["graphs"]}
+        if down:
+            body["unavailable"] = down
         if caller is None:
             body["auth"] = "required"
         return JSONResponse(body)

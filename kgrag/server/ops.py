@@ -253,8 +253,10 @@ async def readiness(graphs: Graphs, names: Iterable[str]) -> dict[str, str]:
             return " ".join(str(getattr(exc, "message", exc)).split()) or type(exc).__name__
 
     listed = list(names)
-    found = await asyncio.gather(*(one(n) for n in listed))
-    return dict(zip(listed, found, strict=True))
+    found = dict(zip(listed, await asyncio.gather(*(one(n) for n in listed)), strict=True))
+    for name, state in found.items():
+        graphs.note(name, None if state == "ready" else state)
+    return found
 
 
 def ops_routes(endpoint: Any) -> list[Any]:

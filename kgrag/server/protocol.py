@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import KgragError, NotFound
+from ..errors import KgragError, NotFound, Unavailable
 from . import methods
 from .access import EVERYONE, Caller
 from .frames import error, failure, id_key, ok, valid_id
@@ -464,8 +464,11 @@ class Rcp:
                 return
             result = job.run(call)
             response = ok(call.id, result)
+            self.graphs.note(call.graph, None)
         except KgragError as exc:
             response = failure(call.id, exc)
+            if isinstance(exc, Unavailable):
+                self.graphs.note(call.graph, exc.message)
         except Exception as exc:  # a bug: report it, keep serving
             log.exception("%s failed", call.method)
             response = error(call.id, -32603, f"internal error: {type(exc).__name__}: {exc}")

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, Unavailable
 from kgrag.server.http_body import SlowBody, read_body
 from kgrag.server.rest.evidence import IMAGES
 from kgrag.server.rest.models import QueryBody, QueryBodyV2, openapi
@@ -92,11 +92,16 @@ def rest_routes(endpoint: Any) -> list[Route]:
             result = await loop.run_in_executor(
                 server.executor, answer, graphs.get(name), name, body
             )
+        except Unavailable as exc:  # the store is down: say so, and when to ask again
+            graphs.note(name, exc.message)
+            down = {"detail": exc.message, "code": exc.code, "retryable": True}
+            return JSONResponse(down, 503, {"Retry-After": "5"})
         except KgragError as exc:  # the engine refused the request as asked
             return JSONResponse({"detail": exc.message, "code": exc.code}, 400)
         except Exception as exc:  # a bug: say so, keep serving
             log.exception("retrieval query failed")
             return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+        graphs.note(name, None)
         return JSONResponse(result)
 
     async def v1(request: Request) -> Response:

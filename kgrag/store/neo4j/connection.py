@@ -2,8 +2,8 @@
 server (one per server and credentials, as Neo4j advises; closed at exit), and the
 query helpers the store, the upload and the readers run their Cypher through.
 
-The credentials come from ``KGRAG_NEO4J_USER`` / ``KGRAG_NEO4J_PASSWORD`` (no
-authentication when neither is set).
+The credentials come from ``KGRAG_NEO4J_USER`` / ``KGRAG_NEO4J_PASSWORD`` (or
+``KGRAG_NEO4J_PASSWORD_FILE``, a file holding it); no authentication when none is set.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from kgrag.errors import StoreError
+from kgrag.errors import StoreError, Unavailable
 from kgrag.store.location import Location
 
 BATCH = 5000  # rows per UNWIND
@@ -40,7 +40,8 @@ class Connection:
             with self.driver.session(database=self.location.database) as s:
                 return list(s.run(cypher, **quiet))
         except ServiceUnavailable as exc:
-            raise StoreError(f"{self.location.uri}: Neo4j is unreachable: {one_line(exc)}") from exc
+            uri = self.location.uri
+            raise Unavailable(f"{uri}: Neo4j is unreachable: {one_line(exc)}") from exc
         except Neo4jError as exc:
             raise StoreError(f"{self.location.uri}: {exc.code}: {exc.message}") from exc
 
@@ -90,13 +91,24 @@ atexit.register(_close_drivers)
 def connect(location: Location) -> Any:
     """The process's driver for the server ``location`` names (made once)."""
     user = os.environ.get("KGRAG_NEO4J_USER")
-    password = os.environ.get("KGRAG_NEO4J_PASSWORD")
+    password = os.environ.get("KGRAG_NEO4J_PASSWORD") or _secret_file("KGRAG_NEO4J_PASSWORD_FILE")
     auth = (user or "neo4j", password or "") if (user or password) else None
     key = (location.uri, auth)
     with _DRIVERS_LOCK:
         if key not in _DRIVERS:
             _DRIVERS[key] = _new_driver(location, auth)
         return _DRIVERS[key]
+
+
+def _secret_file(env: str) -> str | None:
+    """The secret in the file ``$env`` names (a container's secret), or None."""
+    path = os.environ.get(env)
+    if not path:
+        return None
+    try:
+        return open(path, encoding="utf-8").read().strip() or None
+    except OSError as exc:
+        raise StoreError(f"{env}={path}: cannot read the Neo4j password: {exc}") from exc
 
 
 def _new_driver(location: Location, auth: Any) -> Any:
@@ -118,7 +130,7 @@ def _new_driver(location: Location, auth: Any) -> Any:
                 f"{location.uri}: Neo4j refused the credentials: {exc.message}"
             ) from exc
         if isinstance(exc, (neo4j.exceptions.ServiceUnavailable, OSError)):
-            raise StoreError(f"{location.uri}: Neo4j is unreachable: {one_line(exc)}") from exc
+            raise Unavailable(f"{location.uri}: Neo4j is unreachable: {one_line(exc)}") from exc
         if isinstance(exc, (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError)):
             raise StoreError(f"{location.uri}: cannot connect to Neo4j: {one_line(exc)}") from exc
         raise
