@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     from kgrag.cli.bench import add_parser as add_bench
 
     add_bench(sub)
+    from kgrag.cli.token import add_parser as add_token
+
+    add_token(sub)
     info = sub.add_parser("info", help="versions and counts of a graph")
     info.add_argument("--graph", required=True)
     return p
@@ -300,7 +303,14 @@ COMMANDS = {
     "info": _info,
     "serve": lambda args: _serve(args),
     "bench": lambda args: _bench(args),
+    "token": lambda args: _token(args),
 }
+
+
+def _token(args: argparse.Namespace) -> int:
+    from kgrag.cli.token import run
+
+    return run(args)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -255,3 +255,27 @@ def test_kgrag_serve_takes_the_access_file_and_never_logs_a_token(
     assert probe and probe[0]["route"] == "health" and probe[0]["status"] == 200, err
     refused = [r for r in logged if r.get("status") == 401]
     assert len(refused) == 2 and all(r["route"] == "rcp" for r in refused), err
+
+
+def test_kgrag_token_adds_a_grant_the_server_honours(tmp_path: Path, capsys: Any):
+    from kgrag.cli.main import main
+
+    file = tmp_path / "access.json"
+    assert main(["token", "--graph", "docs", "--graph", "wiki", "--access-file", str(file)]) == 0
+    reader = capsys.readouterr().out.strip()
+    assert main(["token", "--graph", "*", "--write", "--access-file", str(file)]) == 0
+    writer = capsys.readouterr().out.strip()
+    assert reader != writer and reader not in file.read_text() and writer not in file.read_text()
+    assert file.stat().st_mode & 0o077 == 0  # the owner's alone
+    access = Access(file=file)
+    who = access.caller(f"Bearer {reader}")
+    assert who is not None and who.read == {"docs", "wiki"} and who.write == frozenset()
+    both = access.caller(f"Bearer {writer}")
+    assert both is not None and both.read is None and both.write is None
+    assert access.caller("Bearer something-else") is None
+    file.write_text("[{broken", encoding="utf-8")  # a broken file is refused, left as it is
+    assert main(["token", "--graph", "docs", "--access-file", str(file)]) != 0
+    assert "is not JSON" in capsys.readouterr().err
+    assert file.read_text() == "[{broken"
+    assert main(["token", "--graph", "bad name", "--access-file", str(tmp_path / "n.json")]) != 0
+    assert not (tmp_path / "n.json").exists()
