@@ -179,12 +179,14 @@ def test_readers_during_writes_see_one_whole_version_each(engine):
         t.start()
     deadline = time.monotonic() + 4
     writes = 0
-    while time.monotonic() < deadline or writes < 2:
-        engine.add([ZORBLAX]) if writes % 2 == 0 else engine.delete(["zq1"])
-        writes += 1
-    stop.set()
-    for t in threads:
-        t.join()
+    try:
+        while time.monotonic() < deadline or writes < 2:
+            engine.add([ZORBLAX]) if writes % 2 == 0 else engine.delete(["zq1"])
+            writes += 1
+    finally:  # a failed write must not leave the readers spinning past the test
+        stop.set()
+        for t in threads:
+            t.join()
     assert not errors, errors[:3]
     assert len(seen) >= 2
     assert all(len(answers) == 1 for answers in seen.values()), seen
