@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -268,6 +269,10 @@ class OnnxEncoder(Encoder):
         self.session = _session(exported(path), threads=_threads_asked())
         self.run_options = _shrinking()
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        # a fast tokenizer sets its truncation and padding on each call, and a second
+        # thread's call meanwhile fails ("Already borrowed"): a server's workers and a
+        # write share this encoder, so calls take turns at the tokenizer (not the model)
+        self._tokenizing = threading.Lock()
         self.model_id = name
         self.batch_size = batch_size
         self.tokens_per_call = TOKENS_PER_CALL
@@ -278,14 +283,15 @@ class OnnxEncoder(Encoder):
     ) -> tuple[Any, np.ndarray, Any]:
         """Token vectors (b, length, dim; None unless ``tokens``), pooled vectors
         (b, dim) and the tokenizer's output for one batch."""
-        enc = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.max_len,
-            return_offsets_mapping=offsets,
-            return_tensors="np",
-        )
+        with self._tokenizing:
+            enc = self.tokenizer(
+                list(texts),
+                padding=True,
+                truncation=True,
+                max_length=self.max_len,
+                return_offsets_mapping=offsets,
+                return_tensors="np",
+            )
         feed = {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask")}
         if not tokens:  # the token vectors are not copied out
             return None, self.session.run(["pooled"], feed, self.run_options)[0], enc
@@ -380,5 +386,6 @@ class OnnxEncoder(Encoder):
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        with self._tokenizing:
+            ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         return np.array([max(1, len(i)) for i in ids], dtype=np.float32)

@@ -252,3 +252,38 @@ def test_onnx_threads_follow_omp_num_threads(monkeypatch):
     assert _threads_asked() == 0
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert _threads_asked() == 0
+
+
+def test_onnx_encoder_serves_many_threads_at_once():
+    """A server's workers and a write share one encoder. Token counts (no padding) and
+    encodings (padded, truncated) from several threads at once all answer, each as it
+    would alone. Without the tokenizer's lock some calls failed ("setting an array
+    element with a sequence": another call had turned padding off meanwhile)."""
+    import threading
+
+    encoder = load_encoder(MODEL, 8, "cpu", "onnx")
+    texts = [("word " * (3 + 40 * (i % 5))).strip() + f" {i}" for i in range(24)]
+    alone = {t: encoder.encode([t])[0] for t in texts}
+    errors: list[BaseException] = []
+    got: dict[str, np.ndarray] = {}
+
+    def work(k: int) -> None:
+        part = texts[k::8][:2]
+        try:
+            for j in range(40):
+                if (j + k) % 2:
+                    assert len(encoder.token_counts(texts)) == len(texts)
+                else:
+                    for text, vector in zip(part, encoder.encode(part), strict=True):
+                        got[text] = vector
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    for text, vector in got.items():
+        np.testing.assert_allclose(vector, alone[text], atol=1e-5)
