@@ -15,6 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	@# the MCP SDK's 1.x line beside the 2.x installed, for the tests of both
+	$(BIN)/python tests/make_mcp1_env.py $(VENV)/mcp1
 	touch $@
 
 demo: install

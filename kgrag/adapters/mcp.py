@@ -11,7 +11,11 @@ the engine's whole JSON result. A bad argument or a kgrag error is a tool
 error carrying its message, and the server keeps serving. Engine calls block,
 so they run on worker threads (``--workers`` of them at once).
 
-Built on the official ``mcp`` SDK's low-level server (the ``mcp`` extra).
+Built on the official ``mcp`` SDK's low-level server (the ``mcp`` extra), of either
+major version: 2.x registers handlers in the server's constructor, 1.x by decorators;
+both get the same tools. ``kgrag serve --http`` also serves them over MCP's streamable
+HTTP transport (:mod:`kgrag.adapters.mcp_http`), where each call carries its caller's
+rights: the tools list only the graphs, and the writes, that the caller's token allows.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import io
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import IO, Any, Protocol
 
 from ..engine import (
@@ -31,14 +36,19 @@ from ..engine import (
     UNITS,
     Engine,
 )
-from ..errors import KgragError, NotFound
+from ..errors import InvalidParams, KgragError, NotFound, Unauthorized
+from ..server.access import EVERYONE, Caller
 from .render import render
 
 try:
     import anyio
+    import jsonschema
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+
+    #: the installed SDK's major version (1 and 2 are supported)
+    MCP_MAJOR = int(version("mcp").split(".")[0])
 except ImportError as exc:
     raise ImportError(
         f"kgrag serve --mcp needs the mcp package: pip install 'kgrag[mcp]' ({exc})",
@@ -261,26 +271,39 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
-def tool_list(graphs: Graphs, *, writable: bool) -> list[types.Tool]:
-    """The tools offered: every search, the writes unless read-only. With several
-    graphs served, each tool takes a ``graph`` argument naming one."""
+def _schema(spec: ToolSpec, graphs: Graphs, served: list[str]) -> dict[str, Any]:
+    properties = dict(spec.properties)
+    if len(graphs.names) > 1:  # no enum: a validation error would name every graph
+        default = default_graph(graphs, served)
+        properties["graph"] = {
+            "type": "string",
+            "description": f"the graph to use, one of {', '.join(served)} (default {default})",
+        }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(spec.required),
+        "additionalProperties": False,
+    }
+
+
+def default_graph(graphs: Graphs, served: list[str]) -> str | None:
+    """The graph a call naming none uses: the server's default, else the caller's first."""
+    if graphs.default in served:
+        return graphs.default
+    return served[0] if served else None
+
+
+def tool_list(graphs: Graphs, *, writable: bool, caller: Caller = EVERYONE) -> list[types.Tool]:
+    """The tools offered to ``caller``: every search, the writes unless read-only or the
+    caller may write no graph. With several graphs served, each tool takes a ``graph``
+    argument naming one of those the caller may read."""
+    served = caller.visible(graphs.names)
+    writes = writable and any(caller.may_write(n) for n in served)
     tools = []
     for spec in TOOLS:
-        if spec.write and not writable:
+        if spec.write and not writes:
             continue
-        properties = dict(spec.properties)
-        if len(graphs.names) > 1:
-            properties["graph"] = {
-                "type": "string",
-                "enum": list(graphs.names),
-                "description": f"the graph to use (default {graphs.default})",
-            }
-        schema = {
-            "type": "object",
-            "properties": properties,
-            "required": list(spec.required),
-            "additionalProperties": False,
-        }
         hints = types.ToolAnnotations(
             readOnlyHint=not spec.write,
             destructiveHint=spec.name == "delete_documents",
@@ -291,7 +314,7 @@ def tool_list(graphs: Graphs, *, writable: bool) -> list[types.Tool]:
             types.Tool(
                 name=spec.name,
                 description=spec.description,
-                inputSchema=schema,
+                inputSchema=_schema(spec, graphs, served),
                 annotations=hints,
             )
         )
@@ -299,22 +322,48 @@ def tool_list(graphs: Graphs, *, writable: bool) -> list[types.Tool]:
 
 
 def call_tool(
-    graphs: Graphs, name: str, arguments: Mapping[str, Any], *, writable: bool
+    graphs: Graphs,
+    name: str,
+    arguments: Mapping[str, Any],
+    *,
+    writable: bool,
+    caller: Caller = EVERYONE,
 ) -> types.CallToolResult:
-    """Run one tool call (blocking); a kgrag error becomes an error result."""
+    """Run one tool call for ``caller`` (blocking); a kgrag error becomes an error result.
+    A graph the caller may not read is "not served", as on the RCP and REST routes."""
     spec = next((s for s in TOOLS if s.name == name and (writable or not s.write)), None)
     try:
         if spec is None:
             raise NotFound(f"no tool named {name!r}", field="name")
         args = dict(arguments)
-        engine = graphs.get(args.pop("graph", None))
-        result = spec.call(engine, args)
+        check_arguments(spec, graphs, args)
+        served = caller.visible(graphs.names)
+        graph = args.pop("graph", None)
+        if graph is None:
+            graph = default_graph(graphs, served)
+        if not isinstance(graph, str) or graph not in served:
+            raise NotFound(f"no graph named {graph!r} is served", field="graph")
+        if spec.write and not caller.may_write(graph):
+            raise Unauthorized(f"this caller may not write to graph {graph!r}", field="graph")
+        result = spec.call(graphs.get(graph), args)
     except KgragError as exc:
         return _error(exc)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=render(name, result))],
         structuredContent=result,
     )
+
+
+def check_arguments(spec: ToolSpec, graphs: Graphs, args: Mapping[str, Any]) -> None:
+    """Refuse arguments outside the tool's schema, in the same words under either SDK
+    (1.x checks them itself first; 2.x leaves it to the server)."""
+    schema = _schema(spec, graphs, list(graphs.names))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path)
+    )
+    if errors:
+        where = ".".join(str(part) for part in errors[0].path) or None
+        raise InvalidParams(f"Input validation error: {errors[0].message}", field=where)
 
 
 def _error(exc: KgragError) -> types.CallToolResult:
@@ -328,22 +377,35 @@ def _error(exc: KgragError) -> types.CallToolResult:
     )
 
 
-def build_server(graphs: Graphs, *, writable: bool = True, workers: int = 4) -> Server[Any, Any]:
+#: the ASGI scope key holding an HTTP request's :class:`Caller`
+CALLER_KEY = "kgrag.caller"
+#: the rights of an HTTP request that reached a tool without passing the access check
+_NOBODY = Caller(frozenset(), frozenset())
+
+
+def caller_of(request: Any) -> Caller:
+    """Who sent the message being handled: everyone over stdio (no HTTP request), else
+    the caller :mod:`kgrag.adapters.mcp_http` put on the request's scope."""
+    if request is None:
+        return EVERYONE
+    caller = getattr(request, "scope", {}).get(CALLER_KEY)
+    return caller if isinstance(caller, Caller) else _NOBODY
+
+
+def build_server(graphs: Graphs, *, writable: bool = True, workers: int = 4) -> Server[Any]:
     """An MCP server offering ``graphs``' searches (and writes when ``writable``)."""
     from .. import __version__
 
-    server: Server[Any, Any] = Server("kgrag", version=__version__, instructions=INSTRUCTIONS)
     limiter = anyio.CapacityLimiter(workers)
-    tools = tool_list(graphs, writable=writable)
 
-    @server.list_tools()
-    async def list_tools() -> list[types.Tool]:
-        return tools
+    def listed(request: Any) -> list[types.Tool]:
+        return tool_list(graphs, writable=writable, caller=caller_of(request))
 
-    @server.call_tool()
-    async def handle(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def called(name: str, arguments: Mapping[str, Any], request: Any) -> Any:
+        caller = caller_of(request)
+
         def run() -> types.CallToolResult:
-            return call_tool(graphs, name, arguments, writable=writable)
+            return call_tool(graphs, name, arguments, writable=writable, caller=caller)
 
         try:
             return await anyio.to_thread.run_sync(run, limiter=limiter)
@@ -351,7 +413,39 @@ def build_server(graphs: Graphs, *, writable: bool = True, workers: int = 4) -> 
             log.exception("tool %s failed", name)
             raise
 
-    return server
+    if MCP_MAJOR >= 2:
+        served = list(graphs.names)
+        schemas = {spec.name: _schema(spec, graphs, served) for spec in TOOLS}
+
+        async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=listed(ctx.request))
+
+        async def on_call_tool(ctx: Any, params: Any) -> Any:
+            return await called(params.name, params.arguments or {}, ctx.request)
+
+        return Server(
+            "kgrag",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            get_tool_input_schema=schemas.get,
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+        )
+
+    server: Any = Server("kgrag", version=__version__, instructions=INSTRUCTIONS)
+
+    def request() -> Any:
+        return server.request_context.request
+
+    @server.list_tools()  # type: ignore[untyped-decorator,unused-ignore]
+    async def list_tools() -> list[types.Tool]:
+        return listed(request())
+
+    @server.call_tool()  # type: ignore[untyped-decorator,unused-ignore]
+    async def handle(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await called(name, arguments, request())  # type: ignore[no-any-return]
+
+    return server  # type: ignore[no-any-return]
 
 
 def serve_mcp(

@@ -17,7 +17,7 @@ from kgrag.errors import InvalidParams, Unsupported
 def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "serve",
-        help="serve graphs over RCP/1 (stdio, or HTTP with SSE) or MCP (stdio)",
+        help="serve graphs over RCP/1 (stdio, or HTTP with SSE) or MCP (stdio; HTTP at /mcp)",
         description="Bearer tokens come from the environment (KGRAG_TOKEN reads and writes; "
         "KGRAG_WRITE_TOKEN, when set, is needed for index/add and index/delete) or from "
         "--token-file / --write-token-file, never from the command line. Tokens scoped to "
@@ -77,6 +77,11 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--cors", action="append", metavar="ORIGIN", help="allow a browser origin")
     s.add_argument(
         "--no-explorer", action="store_true", help="do not serve the graph explorer page at /"
+    )
+    s.add_argument(
+        "--no-mcp",
+        action="store_true",
+        help="with --http, do not serve MCP's streamable HTTP transport at /mcp",
     )
 
 
@@ -182,19 +187,22 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
     graphs = _open(args, config)
     try:
         routes = [] if args.no_explorer else explorer_routes()
+        mcp = _mcp_http(args, graphs, host)
         app = create_app(
             graphs,
             limits=limits,
             access=access,
             rate=args.rate_limit,
             cors=args.cors,
-            routes=routes,
+            routes=routes + (mcp.routes() if mcp else []),
+            lifespans=[mcp.lifespan] if mcp else [],
         )
         sock, url = listen(host, port)
         explorer = "" if args.no_explorer else f"; the explorer on {url}/"
+        also = f"; MCP on {url}/mcp" if mcp else ""
         print(
             f"kgrag: serving RCP/1 on {url}/rcp "
-            f"(graphs: {', '.join(graphs.names)}; default {graphs.default}){explorer}",
+            f"(graphs: {', '.join(graphs.names)}; default {graphs.default}){also}{explorer}",
             file=sys.stderr,
             flush=True,
         )
@@ -220,6 +228,18 @@ def _serve_http(args: argparse.Namespace, config: Any, limits: Any) -> int:
     finally:
         graphs.close()
     return 0
+
+
+def _mcp_http(args: argparse.Namespace, graphs: Any, host: str) -> Any:
+    """``/mcp`` when the mcp package is installed and not turned off (else None)."""
+    if args.no_mcp:
+        return None
+    try:
+        from kgrag.adapters.mcp_http import McpHttp
+    except ImportError as exc:
+        logging.getLogger("kgrag.server").info("no /mcp: %s", exc)
+        return None
+    return McpHttp(graphs, writable=not args.read_only, workers=args.workers, host=host)
 
 
 def _stopped(signum: int, frame: Any) -> None:

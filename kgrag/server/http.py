@@ -32,7 +32,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -329,9 +329,10 @@ def create_app(
     rate: float | None = None,
     cors: list[str] | None = None,
     routes: list[BaseRoute] | None = None,
+    lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = (),
 ) -> Starlette:
     """The ASGI app: the RCP endpoint, the Knowhere-style REST route, /health, and any
-    extra ``routes``."""
+    extra ``routes`` (whose ``lifespans`` run while the app does)."""
     from kgrag.server.rest.app import rest_routes
 
     endpoint = HttpRcp(graphs, limits=limits, access=access, rate=rate)
@@ -353,7 +354,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with contextlib.AsyncExitStack() as stack:
+            for extra in lifespans:
+                await stack.enter_async_context(extra())
+            yield
         await asyncio.to_thread(endpoint.server.close)  # finish in-flight calls
 
     app = Starlette(

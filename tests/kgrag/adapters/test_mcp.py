@@ -10,12 +10,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 QUESTION = "Where was Marie Curie born?"
@@ -24,19 +23,17 @@ WRITE_TOOLS = ["add_documents", "delete_documents"]
 
 
 @contextlib.asynccontextmanager
-async def connect(graph: Path, log: Path, *flags: str) -> AsyncIterator[ClientSession]:
-    """An initialised client session with ``kgrag serve --mcp`` on ``graph``."""
+async def connect(
+    graph: Path, log: Path, *flags: str, python: Path | str = sys.executable
+) -> AsyncIterator[Client]:
+    """A connected 2.x SDK client of ``kgrag serve --mcp`` on ``graph``, run by ``python``."""
     server = StdioServerParameters(
-        command=sys.executable,
+        command=str(python),
         args=["-m", "kgrag.cli", "serve", "--mcp", "--graph", str(graph), *flags],
         env={"HF_HUB_OFFLINE": "1"},
     )
     with log.open("w") as errlog:
-        async with (
-            stdio_client(server, errlog=errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=timedelta(seconds=120)) as session,
-        ):
-            await session.initialize()
+        async with Client(stdio_client(server, errlog=errlog), read_timeout_seconds=120) as session:
             yield session
 
 
@@ -60,9 +57,9 @@ def text(result: types.CallToolResult) -> str:
 
 
 def ok(result: types.CallToolResult) -> dict[str, Any]:
-    assert not result.isError, text(result)
-    assert result.structuredContent is not None
-    return result.structuredContent
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    return result.structured_content
 
 
 def test_read_tools_answer_with_passages_citations_and_provenance(
@@ -74,7 +71,7 @@ def test_read_tools_answer_with_passages_citations_and_provenance(
         async with connect(science_graph, log, "--read-only") as s:
             listed = (await s.list_tools()).tools
             assert [t.name for t in listed] == READ_TOOLS  # read-only: no write tools
-            schema = {t.name: t.inputSchema for t in listed}
+            schema = {t.name: t.input_schema for t in listed}
             assert schema["retrieve"]["required"] == ["query"]
             assert {"query", "k", "mode", "unit", "filter"} <= set(schema["retrieve"]["properties"])
             assert schema["neighbors"]["required"] == ["seedIds"]
@@ -104,13 +101,13 @@ def test_read_tools_answer_with_passages_citations_and_provenance(
             assert "Follow-up questions asked:" in text(drift) and ok(drift)["followups"]
 
             bad = await s.call_tool("retrieve", {"query": QUESTION, "k": 0})
-            assert bad.isError and "minimum of 1" in text(bad)
+            assert bad.is_error and "minimum of 1" in text(bad)
             unknown = await s.call_tool("neighbors", {"seedIds": ["e:nope"]})
-            assert unknown.isError and "unknown seed ids: e:nope" in text(unknown)
+            assert unknown.is_error and "unknown seed ids: e:nope" in text(unknown)
             refused = await s.call_tool("retrieve", {"query": QUESTION, "mode": "fuzzy"})
-            assert refused.isError and "fuzzy" in text(refused)
+            assert refused.is_error and "fuzzy" in text(refused)
             write = await s.call_tool("add_documents", {"documents": [{"text": "x"}]})
-            assert write.isError and "no tool named 'add_documents'" in text(write)
+            assert write.is_error and "no tool named 'add_documents'" in text(write)
 
             after = ok(await s.call_tool("retrieve", {"query": QUESTION, "k": 1}))  # still serving
             assert after["hits"][0]["id"] == hit["id"]
@@ -133,7 +130,7 @@ def test_write_tools_add_and_delete_documents(science_graph: Path, tmp_path: Pat
         async with connect(graph, log) as s:
             assert [t.name for t in (await s.list_tools()).tools] == READ_TOOLS + WRITE_TOOLS
             untitled = await s.call_tool("add_documents", {"documents": [{"title": "x"}]})
-            assert untitled.isError and "'text' is a required property" in text(untitled)
+            assert untitled.is_error and "'text' is a required property" in text(untitled)
 
             added = await s.call_tool("add_documents", {"documents": [meitner]})
             assert ok(added)["ids"] == ["d:meitner"] and "Added 1 documents" in text(added)
@@ -162,3 +159,30 @@ def test_a_missing_mcp_package_names_the_extra(science_graph: Path):
     )
     assert done.returncode == 2
     assert "pip install 'kgrag[mcp]'" in done.stderr
+
+
+def test_both_sdk_lines_meet_over_stdio(science_graph: Path, tmp_path: Path, mcp1: Any):
+    """kgrag's server under the 1.x SDK with the 2.x client, and under 2.x with 1.x's."""
+    log = tmp_path / "server.log"
+
+    async def scenario() -> None:
+        async with connect(science_graph, log, "--read-only", python=mcp1.python) as s:
+            assert [t.name for t in (await s.list_tools()).tools] == READ_TOOLS
+            found = await s.call_tool("local_search", {"query": QUESTION, "k": 1})
+            assert not found.is_error and "Cite: Marie Curie" in text(found)
+            bad = await s.call_tool("retrieve", {"query": QUESTION, "k": 0})
+            assert bad.is_error and "minimum of 1" in text(bad)
+
+    run(scenario, log)
+    command = [sys.executable, "-m", "kgrag.cli", "serve", "--mcp", "--graph", str(science_graph)]
+    calls = [
+        {"list": True},
+        {"tool": "retrieve", "args": {"query": QUESTION, "k": 1}},
+        {"tool": "retrieve", "args": {"query": QUESTION, "k": 0}},
+    ]
+    listed, found, bad = mcp1.run({"command": command + ["--read-only"], "calls": calls})[
+        "outcomes"
+    ]
+    assert listed["tools"] == READ_TOOLS
+    assert found["structured"]["hits"][0]["citation"]["title"] == "Marie Curie"
+    assert bad["isError"] and "minimum of 1" in bad["text"]
