@@ -12,13 +12,19 @@ warm-up call, questions interleaved so drift in machine load hits every mode
 alike; torch and BLAS run on one thread by default so a shared machine's load
 does not thrash them. Reported: p50 and p95 in ms and the
 p50 ratio to the baseline.
+
+With ``--stdio`` the ops go over RCP/1 to a ``kgrag serve --stdio`` child on the same
+graph (NDJSON on pipes, one call at a time, the whole answer parsed), as an agent host
+calls them; the baseline stays in this process.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +45,53 @@ def _modes(engine: Any, k: int) -> dict[str, Callable[[str], Any]]:
     return modes
 
 
+class StdioServer:
+    """``kgrag serve --stdio`` on a graph, called one request at a time."""
+
+    def __init__(self, graph: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kgrag", "serve", "--stdio", "--graph", graph],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ),
+        )
+        self.ids = itertools.count(1)
+        init = {"protocolVersion": 1, "client": {"name": "bench", "version": "1"}}
+        self.call("initialize", init | {"capabilities": {}})
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        id_ = next(self.ids)
+        frame = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(frame).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:  # notifications (progress, logs) come before the answer
+            answer = json.loads(self.proc.stdout.readline())
+            if answer.get("id") == id_:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+def _stdio_modes(server: StdioServer, k: int) -> dict[str, Callable[[str], Any]]:
+    def retrieve(mode: str) -> Callable[[str], Any]:
+        return lambda q: server.call("retrieve", {"query": q, "k": k, "mode": mode})
+
+    return {
+        "stdio retrieve dense": retrieve("dense"),
+        "stdio retrieve hybrid": retrieve("hybrid"),
+        "stdio graph local (chunk)": lambda q: server.call(
+            "graph", {"op": "local", "query": q, "k": k, "unit": "chunk"}
+        ),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--graph", required=True)
@@ -48,6 +101,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="only the first N questions")
     ap.add_argument("--out", help="also write the figures as JSON here")
     ap.add_argument("--skip", default="", help="comma-separated modes to leave out")
+    ap.add_argument("--stdio", action="store_true", help="the ops over RCP stdio (see above)")
     ap.add_argument(
         "--threads", type=int, default=1, help="torch and BLAS threads (1: steady on a busy box)"
     )
@@ -63,8 +117,17 @@ def main() -> int:
     questions = [q.text for q in load_questions(args.questions)][: args.limit]
     engine = kgrag.open(args.graph)
     skip = {m.strip() for m in args.skip.split(",") if m.strip()}
-    modes = {n: f for n, f in _modes(engine, args.k).items() if n not in skip}
-    figures = measure_queries(engine, questions, repeat=args.repeat, k=args.k, modes=modes)
+    modes = _modes(engine, args.k)
+    server = None
+    if args.stdio:
+        server = StdioServer(args.graph)
+        modes = {"bare encode + dot": modes["bare encode + dot"], **_stdio_modes(server, args.k)}
+    modes = {n: f for n, f in modes.items() if n not in skip}
+    try:
+        figures = measure_queries(engine, questions, repeat=args.repeat, k=args.k, modes=modes)
+    finally:
+        if server is not None:
+            server.close()
     rows, setup = figures["rows"], figures["setup_s"]
     counts = engine.reader.counts()
     print(

@@ -13,11 +13,13 @@ deletes the one before, and one read in ten asks for the marked documents.
 Reported: requests, throughput and p50 / p95 / p99 per op; failed requests (HTTP
 status other than 200, a transport error, or a JSON-RPC error) by op and by kind; the
 server's resident set at the start and the end (anonymous memory and file pages, the
-page cache of the memory-mapped graph, apart); and the versions: every ``indexVersion``
-an answer names must be one the writer was told of (or the one served at the start),
-and every marked document among an answer's hits must be one that version holds (hits
-from one version only). ``--graph`` may be a folder (it is written to: give a copy) or
-a Neo4j URI. Exit status 1 when any request failed or any check broke.
+page cache of the memory-mapped graph, apart), and that of its writer process (the
+child that makes its writes; none with ``--writes-in-process``); and the versions:
+every ``indexVersion`` an answer names must be one the writer was told of (or the one
+served at the start), and every marked document among an answer's hits must be one that
+version holds (hits from one version only). ``--graph`` may be a folder (it is written
+to: give a copy) or a Neo4j URI. Exit status 1 when any request failed or any check
+broke.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ MARK = "Oskar Brandvik"
 MARKED = re.compile(r"^d:load-(\d+)$")
 
 
-def start_server(graph: str, workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    graph: str, workers: int, log: Path, *flags: str
+) -> tuple[subprocess.Popen[bytes], str]:
     cmd = [sys.executable, "-m", "kgrag", "serve", "--graph", f"g={graph}", "--http"]
     proc = subprocess.Popen(
-        [*cmd, "127.0.0.1:0", "--workers", str(workers), "--no-explorer"],
+        [*cmd, "127.0.0.1:0", "--workers", str(workers), "--no-explorer", *flags],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
     )
@@ -76,6 +80,19 @@ def memory(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "RssAnon", "RssFile"):
             out[key] = int(rest.split()[0])
     return out
+
+
+def writer_memory(pid: int) -> dict[str, int]:
+    """:func:`memory` of the server's writer process (empty while it has none)."""
+    import psutil
+
+    for child in psutil.Process(pid).children():
+        try:
+            if "kgrag.engine.writer" in " ".join(child.cmdline()):
+                return memory(child.pid)
+        except (psutil.NoSuchProcess, FileNotFoundError):
+            continue
+    return {}
 
 
 class Load:
@@ -182,11 +199,17 @@ class Load:
             await self.send(client, "explorer health", "GET", "/health")
             await self.rpc(client, "explorer communities", "graph", {"op": "communities",
                            "level": 1, "k": 20}, key)  # fmt: skip
+            pinned = None
             if local and local.get("hits"):
                 seed = str(local["hits"][0]["id"])
+                pinned = local.get("indexVersion")
             if seed:
-                await self.rpc(client, "explorer neighbors", "graph", {"op": "neighbors",
-                               "seedIds": [seed], "hops": 1, "k": 30}, key)  # fmt: skip
+                # the ids come from an answer, so the neighbours are asked of its version
+                # (a write since may have removed them from the latest)
+                params = {"op": "neighbors", "seedIds": [seed], "hops": 1, "k": 30}
+                if pinned:
+                    params["indexVersion"] = pinned
+                await self.rpc(client, "explorer neighbors", "graph", params, key)
 
     async def writer(self, client: Any, deadline: float) -> None:
         last: str | None = None
@@ -256,6 +279,7 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
         load.seen.clear()
         start_mem = memory(pid)
         samples = [start_mem]
+        writer_samples = [writer_memory(pid)]
         started = time.monotonic()
         deadline = started + args.duration
 
@@ -263,6 +287,7 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
             while time.monotonic() < deadline:
                 await asyncio.sleep(5)
                 samples.append(memory(pid))
+                writer_samples.append(writer_memory(pid))
 
         await asyncio.gather(
             sampler(),
@@ -271,6 +296,7 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
         )
         elapsed = time.monotonic() - started
         end_mem = memory(pid)
+        writer_samples.append(writer_memory(pid))
     ops = {}
     for op, times in sorted(load.latency.items()):
         ms = sorted(t * 1000 for t in times)
@@ -302,6 +328,12 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
             "end": end_mem,
             "max": {k: max(s[k] for s in samples + [end_mem]) for k in start_mem},
         },
+        "writer_rss_kib": {
+            "end": writer_samples[-1],
+            "max": {
+                k: max(s.get(k, 0) for s in writer_samples) for k in ("VmRSS", "RssAnon", "RssFile")
+            },
+        },
     }
 
 
@@ -332,9 +364,13 @@ def main() -> int:
         "--write-timeout", type=float, default=1800.0, help="a write's client timeout (s)"
     )
     ap.add_argument("--out", help="write the result as JSON here (and the server log beside)")
+    ap.add_argument(
+        "--writes-in-process", action="store_true", help="the server's flag of that name"
+    )
     args = ap.parse_args()
     log = Path(args.out).with_suffix(".server.log") if args.out else Path("load-server.log")
-    proc, base = start_server(args.graph, args.workers, log)
+    flags = ["--writes-in-process"] if args.writes_in_process else []
+    proc, base = start_server(args.graph, args.workers, log, *flags)
     try:
         result = asyncio.run(run(args, base, proc.pid))
     finally:

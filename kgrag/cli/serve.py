@@ -79,6 +79,12 @@ def add_parser(sub: Any) -> None:
         "--no-explorer", action="store_true", help="do not serve the graph explorer page at /"
     )
     s.add_argument(
+        "--writes-in-process",
+        action="store_true",
+        help="make index/add and index/delete in the serving process, not in a child "
+        "process of their own (the default keeps the server's memory its readers')",
+    )
+    s.add_argument(
         "--no-mcp",
         action="store_true",
         help="with --http, do not serve MCP's streamable HTTP transport at /mcp",
@@ -153,7 +159,12 @@ def run(args: argparse.Namespace) -> int:
 def _open(args: argparse.Namespace, config: Any) -> Any:
     from kgrag.server.graphs import Graphs
 
-    return Graphs.open(args.graph, config=config, writable=not args.read_only)
+    return Graphs.open(
+        args.graph,
+        config=config,
+        writable=not args.read_only,
+        write_apart=not args.writes_in_process,
+    )
 
 
 def _serve_mcp(args: argparse.Namespace, config: Any) -> int:

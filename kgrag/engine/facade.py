@@ -49,6 +49,21 @@ class Engine:
         self._feedback: Any = None
         #: unpinned calls serve the store's latest version (False: the one opened)
         self.follow_latest = True
+        #: where writes run when not in this process (:meth:`write_apart`)
+        self.writer: Any = None
+        #: the location the engine was opened from (a folder or a Neo4j URI), when known
+        self.location: str | None = None
+
+    def write_apart(self) -> None:
+        """Make ``add`` and ``delete`` run in a child process of their own
+        (:class:`kgrag.engine.writer.WriterProcess`), as a server does: its memory and
+        its interpreter stay its readers'. Needs the location the engine was opened from."""
+        from kgrag.engine.writer import WriterProcess
+
+        if self.location is None:
+            raise InvalidParams("writes apart need an engine opened by location", field="graph")
+        if self.writer is None:
+            self.writer = WriterProcess(self.location, self.build_config or Config())
 
     @property
     def index_version(self) -> str:
@@ -225,14 +240,17 @@ class Engine:
 
         docs = documents_from_params(documents)
         try:
-            result = apply_update(
-                self.store,
-                self._build_config(),
-                self.encoder,
-                add=docs,
-                split=chunk,
-                contextual=contextual,
-            )
+            if self.writer is not None:
+                result = self.writer.call("add", add=docs, split=chunk, contextual=contextual)
+            else:
+                result = apply_update(
+                    self.store,
+                    self._build_config(),
+                    self.encoder,
+                    add=docs,
+                    split=chunk,
+                    contextual=contextual,
+                )
         finally:
             give_back()  # the update held the whole graph: its pages go back to the system
         with self._lock:
@@ -251,7 +269,10 @@ class Engine:
         from ingest.progress import give_back
 
         try:
-            result = apply_update(self.store, self._build_config(), self.encoder, delete=ids)
+            if self.writer is not None:
+                result = self.writer.call("delete", delete=list(ids))
+            else:
+                result = apply_update(self.store, self._build_config(), self.encoder, delete=ids)
         finally:
             give_back()
         with self._lock:
@@ -260,12 +281,9 @@ class Engine:
 
     def _build_config(self) -> Config:
         """The settings the graph was built with (from its manifest)."""
-        manifest = self.store.manifest()
-        stored = manifest.get("versions", {}).get(manifest.get("indexVersion", ""), {})
-        base = self.build_config or Config()
-        if "config" not in stored:
-            return base
-        return Config.model_validate(stored["config"]).model_copy(update={"store": base.store})
+        from kgrag.engine.writer import write_config
+
+        return write_config(self.store.manifest(), self.build_config or Config())
 
     def query(
         self, text: str, *, k: int = 5, unit: str = "chunk", mode: str = "hybrid"
@@ -274,6 +292,8 @@ class Engine:
         return self.retrieve({"query": text, "k": k, "unit": unit, "mode": mode})["hits"]
 
     def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()  # after the write in progress, if any
         with self._lock:
             for r in self._retrievers.values():
                 if r.reader is not self.reader:
@@ -311,6 +331,7 @@ def open(  # noqa: A001 - the public name is kgrag.open
     )
     engine = Engine(store, reader, encoder, config.retrieval, build_config=config)
     engine.follow_latest = index_version is None
+    engine.location = str(path)
     return engine
 
 

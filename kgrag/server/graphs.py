@@ -63,9 +63,16 @@ class Graphs:
 
     @classmethod
     def open(
-        cls, specs: Iterable[str], *, config: Config | None = None, writable: bool = True
+        cls,
+        specs: Iterable[str],
+        *,
+        config: Config | None = None,
+        writable: bool = True,
+        write_apart: bool = False,
     ) -> Graphs:
-        """Open every ``NAME=DIR`` / ``DIR`` in ``specs``; a bad one closes the others."""
+        """Open every ``NAME=DIR`` / ``DIR`` in ``specs``; a bad one closes the others.
+        With ``write_apart`` each graph's writes run in a child process of their own
+        (:meth:`kgrag.Engine.write_apart`)."""
         import kgrag
 
         engines: dict[str, Engine] = {}
@@ -75,6 +82,8 @@ class Graphs:
                 if name in engines:
                     raise InvalidParams(f"two graphs are named {name!r}", field="graph")
                 engines[name] = kgrag.open(path, config=config)
+                if writable and write_apart:
+                    engines[name].write_apart()
         except BaseException:
             for engine in engines.values():
                 engine.close()

@@ -62,7 +62,7 @@ def test_a_full_file_system_fails_the_add_and_keeps_serving(served_copy: Path, s
     shutil.copytree(served_copy, graph)
     used = _size(graph)
     assert used < 1 << 20
-    graphs = Graphs.open([f"science={graph}"])
+    graphs = Graphs.open([f"science={graph}"], write_apart=True)  # as kgrag serve does
     try:
         with Running(create_app(graphs)) as running:
             path = f"/s/{uuid.uuid4().hex}/rcp"
