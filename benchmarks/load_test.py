@@ -280,6 +280,7 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
         start_mem = memory(pid)
         samples = [start_mem]
         writer_samples = [writer_memory(pid)]
+        timeline: list[tuple[float, int, int]] = [(0.0, start_mem["VmRSS"], start_mem["RssAnon"])]
         started = time.monotonic()
         deadline = started + args.duration
 
@@ -288,6 +289,10 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
                 await asyncio.sleep(5)
                 samples.append(memory(pid))
                 writer_samples.append(writer_memory(pid))
+                now = samples[-1]
+                timeline.append(
+                    (round(time.monotonic() - started, 1), now["VmRSS"], now["RssAnon"])
+                )
 
         await asyncio.gather(
             sampler(),
@@ -327,6 +332,13 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict[str, Any]:
             "start": start_mem,
             "end": end_mem,
             "max": {k: max(s[k] for s in samples + [end_mem]) for k in start_mem},
+            # a minute into the load (the clients' working set is in): from there on,
+            # growth is what the load leaves behind
+            "after_60s": next(
+                ({"t": t, "VmRSS": rss, "RssAnon": anon} for t, rss, anon in timeline if t >= 60),
+                None,
+            ),
+            "timeline": timeline,
         },
         "writer_rss_kib": {
             "end": writer_samples[-1],

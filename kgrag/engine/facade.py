@@ -8,6 +8,7 @@ RCP/1 ``retrieve`` params (spec §7.7) and returns the RCP result; a pinned
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from kgrag.store import GraphReader, GraphStore, open_store
 GRAPH_OPS = OPS
 #: retrievers kept open for pinned older versions
 _PINNED_CACHE = 4
+#: seconds a pinned older version's retriever is kept without a call
+_PINNED_IDLE = 60.0
 
 
 class Engine:
@@ -45,6 +48,7 @@ class Engine:
         self.config = config
         self.sessions = Sessions()
         self._retrievers: dict[str, Retriever] = {}
+        self._used: dict[str, float] = {}  # version -> when a call last asked for it
         self._lock = threading.Lock()
         self._feedback: Any = None
         #: unpinned calls serve the store's latest version (False: the one opened)
@@ -79,6 +83,9 @@ class Engine:
         """The retriever of ``version`` (the latest published one when None)."""
         with self._lock:
             version = version or self._latest()
+            now = time.monotonic()
+            self._forget_idle(now)
+            self._used[version] = now
             if version not in self._retrievers:
                 reader = (
                     self.reader
@@ -96,6 +103,25 @@ class Engine:
                     feedback=self._feedback_unlocked(),
                 )
             return self._retrievers[version]
+
+    def _forget_idle(self, now: float) -> None:
+        """Let go of older versions' retrievers no call has asked for in a while (lock
+        held): a pinned version's memory is not kept for good. A call still on one keeps
+        it (and its reader) until it ends, as after a publish."""
+        current = self.reader.index_version
+        idle = [
+            v
+            for v in self._retrievers
+            if v != current and now - self._used.get(v, 0.0) > _PINNED_IDLE
+        ]
+        for v in idle:
+            del self._retrievers[v]
+        for v in [v for v in self._used if v not in self._retrievers and v != current]:
+            del self._used[v]
+        if idle:
+            from ingest.progress import give_back
+
+            give_back()
 
     def _feedback_unlocked(self) -> Any:
         if self._feedback is None:

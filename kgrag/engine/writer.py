@@ -40,6 +40,9 @@ __all__ = ["WriterProcess", "write_config"]
 log = logging.getLogger("kgrag.writer")
 #: seconds a closing writer gets to finish the write it is on before it is killed
 CLOSE_WAIT = 600.0
+#: seconds without a write after which the child stops (its memory goes back; the next
+#: write starts another)
+IDLE_STOP = 300.0
 
 
 def write_config(manifest: dict[str, Any], base: Config) -> Config:
@@ -54,10 +57,13 @@ def write_config(manifest: dict[str, Any], base: Config) -> Config:
 class WriterProcess:
     """One child process that makes a graph's writes, one at a time."""
 
-    def __init__(self, location: str, config: Config) -> None:
+    def __init__(self, location: str, config: Config, *, idle_stop: float = IDLE_STOP) -> None:
         self.location = location
+        self.idle_stop = idle_stop
         self._config = config.model_dump_json()
         self._lock = threading.Lock()
+        self._calls = 0
+        self._idle: threading.Timer | None = None
         self._proc: Any = None
         self._conn: _Pipes | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -72,6 +78,7 @@ class WriterProcess:
         """Run ``apply_update(..., **kwargs)`` in the child (``op`` names it in errors)
         and return its :class:`~ingest.incremental.update.UpdateResult`."""
         with self._lock:
+            self._calls += 1
             if self._proc is None or self._proc.poll() is not None:
                 self._reap()
                 self._start()
@@ -86,9 +93,24 @@ class WriterProcess:
                     f"(exit code {code}); the previous version is kept",
                     graph=self.location,
                 ) from exc
+            self._stop_when_idle(self._calls)
         if status == "error":
             raise value
         return value
+
+    def _stop_when_idle(self, calls: int) -> None:
+        """Stop the child ``idle_stop`` seconds from now unless a write comes first."""
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = threading.Timer(self.idle_stop, self._idle_now, args=(calls,))
+        self._idle.daemon = True
+        self._idle.start()
+
+    def _idle_now(self, calls: int) -> None:
+        with self._lock:
+            if calls == self._calls and self._finalizer is not None:
+                self._finalizer()
+                self._proc = self._conn = self._finalizer = None
 
     def _start(self) -> None:
         down_r, down_w = os.pipe()  # to the child
@@ -130,6 +152,8 @@ class WriterProcess:
     def close(self) -> None:
         """Let the write in progress finish (up to :data:`CLOSE_WAIT` s), then stop."""
         with self._lock:
+            if self._idle is not None:
+                self._idle.cancel()
             if self._finalizer is not None:
                 self._finalizer()
             self._proc = self._conn = self._finalizer = None
@@ -221,7 +245,10 @@ def _serve(conn: _Pipes) -> None:
                 reply = ("error", _portable(exc))
             finally:
                 give_back()
-            conn.send(reply)
+            try:
+                conn.send(reply)
+            except OSError:  # the server is gone (what was written stays published)
+                return
     finally:
         if store is not None:
             store.close()

@@ -147,6 +147,15 @@ class Access:
     ) -> None:
         self.token = token
         self.write_token = write_token
+        # the digests of the tokens for every graph, made once (a request hashes its own)
+        self._legacy = [
+            (digest(secret), who)
+            for secret, who in (
+                (write_token, EVERYONE),
+                (token, EVERYONE if write_token is None else _READERS),
+            )
+            if secret is not None
+        ]
         self.file = Path(file) if file is not None else None
         self._lock = threading.Lock()
         self._checked = time.monotonic()
@@ -216,11 +225,8 @@ class Access:
             return None if self.required else _READERS
         hashed = digest(given)
         found: Caller | None = None
-        for secret, who in (
-            (self.write_token, EVERYONE),
-            (self.token, EVERYONE if self.write_token is None else _READERS),
-        ):
-            if secret is not None and hmac.compare_digest(hashed, digest(secret)):
+        for key, who in self._legacy:
+            if hmac.compare_digest(hashed, key):
                 found = who if found is None else _merge(found, who)
         table = self._table
         for key, who in table.items():  # every entry compared: the time says nothing

@@ -26,6 +26,7 @@
     u: 1, // user units per screen pixel: nodes and labels keep their size when zoomed
     selected: null,
     pending: null, // what to run again once a token is given
+    version: null, // the index version of the drawing: its ids are asked of it
     searchSeq: 0,
     rpcSeq: 0,
     communities: { cursor: null, top: null, seq: 0 },
@@ -245,6 +246,7 @@
 
   function switchGraph() {
     state.graph = $("graph").value;
+    state.version = null;
     state.labels.clear();
     state.passages.clear();
     clearDrawing();
@@ -303,6 +305,7 @@
       if (seq !== state.searchSeq) return;
       clearResults();
       clearDrawing();
+      state.version = result.indexVersion || null;
       const hits = result.hits || [];
       hits.forEach(learn);
       if (op === "global") renderGlobal(result);
@@ -796,7 +799,7 @@
     const wanted = [...new Set(ids)].filter((id) => id.startsWith("e:") && !state.labels.has(id));
     for (let at = 0; at < wanted.length; at += 50) {
       const seedIds = wanted.slice(at, at + 50);
-      const result = await rcp("graph", { op: "neighbors", seedIds, hops: 1, k: seedIds.length });
+      const result = await neighbours({ op: "neighbors", seedIds, hops: 1, k: seedIds.length });
       for (const n of result.nodes || []) {
         if (n.label && n.label !== n.id) state.labels.set(n.id, String(n.label));
       }
@@ -1288,9 +1291,22 @@
     }, status);
   }
 
+  /** The ``neighbors`` op on ids of the drawing, asked of the version that drew it (a
+   * write since may have removed them from the latest); the latest once that is gone. */
+  async function neighbours(params) {
+    if (!state.version) return rcp("graph", params);
+    try {
+      return await rcp("graph", { ...params, indexVersion: state.version });
+    } catch (err) {
+      if (err.code !== -32010) throw err;
+      state.version = null; // that version was pruned
+      return rcp("graph", params);
+    }
+  }
+
   /** Draw the neighbours of ``id`` (RCP graph op ``neighbors``, one hop). */
   async function expand(id) {
-    const result = await rcp("graph", { op: "neighbors", seedIds: [id], hops: 1, k: NEIGHBOURS });
+    const result = await neighbours({ op: "neighbors", seedIds: [id], hops: 1, k: NEIGHBOURS });
     const before = state.nodes.size;
     addNode(id);
     for (const n of result.nodes || []) {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,24 @@ def test_community_copies_carried_down_a_level_are_returned_once(engine):
         by_text.setdefault(c.report.text(), []).append(c.level)
     for h in hits:
         assert h["level"] == min(by_text[h["text"]])  # the finest copy
+
+
+def test_an_older_version_no_call_asks_for_is_let_go(
+    science_graph: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from kgrag.engine import facade
+
+    folder = tmp_path / "science"
+    shutil.copytree(science_graph, folder)
+    with kgrag.open(folder) as engine:
+        first = engine.index_version
+        engine.add([{"id": "idle-1", "text": "The Vela probe met the comet Tempel in 1998."}])
+        pinned = engine.retrieve({"query": "comet", "k": 1, "indexVersion": first})
+        assert pinned["indexVersion"] == first and first in engine._retrievers
+        engine.retrieve({"query": "comet", "k": 1})  # within the minute: kept
+        assert first in engine._retrievers
+        monkeypatch.setattr(facade, "_PINNED_IDLE", 0.0)
+        latest = engine.retrieve({"query": "comet", "k": 1})
+        assert first not in engine._retrievers and latest["indexVersion"] != first
+        again = engine.retrieve({"query": "comet", "k": 1, "indexVersion": first})
+        assert again["hits"] == pinned["hits"]  # opened again on request

@@ -34,6 +34,14 @@ def engine(science_graph: Path, tmp_path: Path):
         yield engine
 
 
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _title(engine: kgrag.Engine, query: str) -> str:
     return str(engine.retrieve({"query": query, "k": 1})["hits"][0]["citation"]["title"])
 
@@ -48,9 +56,14 @@ def test_writes_run_in_one_child_and_the_engine_serves_them(engine: kgrag.Engine
     gone = engine.delete(["apart-1"])
     assert gone["deleted"] == 1 and engine.writer.pid == pid  # the same child, kept
     assert _title(engine, "Vela probe comet Tempel Lisbon") != "Vela Probe"
+    engine.writer.idle_stop = 0.5  # an idle child stops, and gives its memory back
     assert engine.delete(["apart-1"]) == {"deleted": 0, "indexVersion": gone["indexVersion"]}
-    engine.writer.close()
+    deadline = time.monotonic() + 30
+    while engine.writer.pid is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert engine.writer.pid is None
+    assert not _exists(pid)
+    engine.writer.close()
     with pytest.raises(InvalidParams, match="documents\\[0\\].text"):  # checked before the child
         engine.add([{"text": ""}])
 
