@@ -14,6 +14,9 @@ A search on a server-backed store starts some reads before it needs them
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -21,12 +24,23 @@ from typing import Any, Protocol
 _limits: Any = None
 
 
-def serve_queries(blas_threads: int = 1) -> None:
-    """Size numpy's BLAS pool for query serving, for the rest of the process."""
+#: malloc arenas of a serving process unless MALLOC_ARENA_MAX says otherwise
+SERVING_ARENAS = 2
+_M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def serve_queries(blas_threads: int = 1, arenas: int = SERVING_ARENAS) -> None:
+    """Size numpy's BLAS pool for query serving, for the rest of the process, and (on
+    glibc, unless ``MALLOC_ARENA_MAX`` is set) cap the allocator's arenas: a server's
+    many threads otherwise each get an arena of their own, whose freed pages stay
+    resident (docs/benchmarks.md, "Serving under sustained load")."""
     global _limits
     from threadpoolctl import threadpool_limits
 
     _limits = threadpool_limits(limits=blas_threads, user_api="blas")
+    if arenas > 0 and "MALLOC_ARENA_MAX" not in os.environ:
+        with contextlib.suppress(OSError, AttributeError):  # not glibc: its allocator decides
+            ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, arenas)
 
 
 # -- reads that overlap ---------------------------------------------------------------

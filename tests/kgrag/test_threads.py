@@ -28,3 +28,41 @@ def test_serve_queries_limits_blas_for_the_process():
     pools = json.loads(out.stdout)
     assert pools["before"] and all(n == 2 for n in pools["before"])
     assert all(n == 1 for n in pools["after"])
+
+
+ARENAS = """
+import ctypes, sys, tempfile, threading
+from kgrag.threads import serve_queries
+serve_queries(arenas=int(sys.argv[1]))
+def work():
+    blocks = [bytearray(4096) for _ in range(2000)]  # small blocks: the thread's arena
+    done.wait()
+done = threading.Event()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+with tempfile.NamedTemporaryFile(suffix=".xml") as f:
+    fp = libc.fopen(f.name.encode(), b"w")
+    libc.malloc_info(0, ctypes.c_void_p(fp))
+    libc.fclose(ctypes.c_void_p(fp))
+    print(open(f.name).read().count("<heap nr="))
+done.set()
+"""
+
+
+def test_serve_queries_caps_the_allocator_arenas():
+    """Eight threads allocating get at most two arenas (glibc; MALLOC_ARENA_MAX unset)."""
+
+    def heaps(arenas: int) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", ARENAS, str(arenas)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PATH": ""},
+        )
+        return int(out.stdout)
+
+    assert heaps(2) <= 2 < heaps(0)
