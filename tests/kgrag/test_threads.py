@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import kgrag.threads
+
 SCRIPT = """
 import json, numpy
 from threadpoolctl import threadpool_info
@@ -31,9 +33,11 @@ def test_serve_queries_limits_blas_for_the_process():
 
 
 ARENAS = """
-import ctypes, sys, tempfile, threading
-from kgrag.threads import serve_queries
-serve_queries(arenas=int(sys.argv[1]))
+import ctypes, importlib.util, sys, tempfile, threading
+spec = importlib.util.spec_from_file_location("threads", sys.argv[2])  # not the package
+threads = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(threads)
+threads.serve_queries(arenas=int(sys.argv[1]))
 def work():
     blocks = [bytearray(4096) for _ in range(2000)]  # small blocks: the thread's arena
     done.wait()
@@ -57,7 +61,7 @@ def test_serve_queries_caps_the_allocator_arenas():
 
     def heaps(arenas: int) -> int:
         out = subprocess.run(
-            [sys.executable, "-c", ARENAS, str(arenas)],
+            [sys.executable, "-c", ARENAS, str(arenas), kgrag.threads.__file__],
             capture_output=True,
             text=True,
             check=True,

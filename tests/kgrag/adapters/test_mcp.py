@@ -127,7 +127,8 @@ def test_write_tools_add_and_delete_documents(science_graph: Path, tmp_path: Pat
     }
 
     async def scenario() -> None:
-        async with connect(graph, log) as s:
+        # the writes in process: writes apart are the engine's, tested there and over RCP
+        async with connect(graph, log, "--writes-in-process") as s:
             assert [t.name for t in (await s.list_tools()).tools] == READ_TOOLS + WRITE_TOOLS
             untitled = await s.call_tool("add_documents", {"documents": [{"title": "x"}]})
             assert untitled.is_error and "'text' is a required property" in text(untitled)

@@ -33,8 +33,11 @@ Notify = Callable[[dict[str, Any]], Any]
 
 def _serve(graph: Path | str, *how: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
+    # writes apart (the default) are checked on the folder; on Neo4j the same checks
+    # make their writes in process (a writer process's start-up is seconds each)
+    where = ["--writes-in-process"] if not isinstance(graph, Path) else []
     return subprocess.Popen(
-        [sys.executable, "-m", "kgrag", "serve", "--graph", str(graph), *how],
+        [sys.executable, "-m", "kgrag", "serve", "--graph", str(graph), *where, *how],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -223,6 +226,8 @@ def test_the_checkers_ground_at_l0_l1_l2(peer: Any):
 
 def test_the_rcp_client_reaches_every_method_over_stdio(graph_copy: Path | str):
     argv = [sys.executable, "-m", "kgrag", "serve", "--stdio", "--graph", str(graph_copy)]
+    if not isinstance(graph_copy, Path):
+        argv.append("--writes-in-process")  # as _serve
     exercise_every_method(rcp.connect_stdio(argv))
 
 
