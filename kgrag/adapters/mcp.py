@@ -20,6 +20,7 @@ rights: the tools list only the graphs, and the writes, that the caller's token 
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 from collections.abc import Callable, Mapping
@@ -271,13 +272,15 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
-def _schema(spec: ToolSpec, graphs: Graphs, served: list[str]) -> dict[str, Any]:
+def _schema(
+    spec: ToolSpec, names: tuple[str, ...], default: str, served: list[str]
+) -> dict[str, Any]:
     properties = dict(spec.properties)
-    if len(graphs.names) > 1:  # no enum: a validation error would name every graph
-        default = default_graph(graphs, served)
+    if len(names) > 1:  # no enum: a validation error would name every graph
+        shown = _default(default, served)  # the caller's: never a graph it may not read
         properties["graph"] = {
             "type": "string",
-            "description": f"the graph to use, one of {', '.join(served)} (default {default})",
+            "description": f"the graph to use, one of {', '.join(served)} (default {shown})",
         }
     return {
         "type": "object",
@@ -287,10 +290,25 @@ def _schema(spec: ToolSpec, graphs: Graphs, served: list[str]) -> dict[str, Any]
     }
 
 
+@functools.lru_cache(maxsize=16)
+def _validators(names: tuple[str, ...], default: str) -> dict[str, Any]:
+    """Each tool's schema for every served graph (what calls are checked against and 2.x's
+    ``get_tool_input_schema`` gives), with its compiled validator: made once per set of
+    graphs, not per call."""
+    return {
+        spec.name: jsonschema.Draft202012Validator(_schema(spec, names, default, list(names)))
+        for spec in TOOLS
+    }
+
+
 def default_graph(graphs: Graphs, served: list[str]) -> str | None:
     """The graph a call naming none uses: the server's default, else the caller's first."""
-    if graphs.default in served:
-        return graphs.default
+    return _default(graphs.default, served)
+
+
+def _default(default: str, served: list[str]) -> str | None:
+    if default in served:
+        return default
     return served[0] if served else None
 
 
@@ -314,7 +332,7 @@ def tool_list(graphs: Graphs, *, writable: bool, caller: Caller = EVERYONE) -> l
             types.Tool(
                 name=spec.name,
                 description=spec.description,
-                inputSchema=_schema(spec, graphs, served),
+                inputSchema=_schema(spec, tuple(graphs.names), graphs.default, served),
                 annotations=hints,
             )
         )
@@ -357,10 +375,8 @@ def call_tool(
 def check_arguments(spec: ToolSpec, graphs: Graphs, args: Mapping[str, Any]) -> None:
     """Refuse arguments outside the tool's schema, in the same words under either SDK
     (1.x checks them itself first; 2.x leaves it to the server)."""
-    schema = _schema(spec, graphs, list(graphs.names))
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path)
-    )
+    validator = _validators(tuple(graphs.names), graphs.default)[spec.name]
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
     if errors:
         where = ".".join(str(part) for part in errors[0].path) or None
         raise InvalidParams(f"Input validation error: {errors[0].message}", field=where)
@@ -414,8 +430,9 @@ def build_server(graphs: Graphs, *, writable: bool = True, workers: int = 4) -> 
             raise
 
     if MCP_MAJOR >= 2:
-        served = list(graphs.names)
-        schemas = {spec.name: _schema(spec, graphs, served) for spec in TOOLS}
+        schemas = {
+            name: v.schema for name, v in _validators(tuple(graphs.names), graphs.default).items()
+        }
 
         async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             return types.ListToolsResult(tools=listed(ctx.request))

@@ -108,9 +108,14 @@ class WriterProcess:
 
     def _idle_now(self, calls: int) -> None:
         with self._lock:
-            if calls == self._calls and self._finalizer is not None:
-                self._finalizer()
-                self._proc = self._conn = self._finalizer = None
+            if calls == self._calls:
+                self._stop_child()
+
+    def _stop_child(self) -> None:
+        """Let the child finish and stop (lock held)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._proc = self._conn = self._finalizer = None
 
     def _start(self) -> None:
         down_r, down_w = os.pipe()  # to the child
@@ -154,9 +159,7 @@ class WriterProcess:
         with self._lock:
             if self._idle is not None:
                 self._idle.cancel()
-            if self._finalizer is not None:
-                self._finalizer()
-            self._proc = self._conn = self._finalizer = None
+            self._stop_child()
 
 
 class _Pipes:
