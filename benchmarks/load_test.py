@@ -8,7 +8,9 @@ seconds have passed, a round of: retrieve hybrid, graph local, global and DRIFT 
 RCP, the REST route's ``/v1/retrieval/query``, and the explorer's calls (``/health``,
 a community page, the neighbours of a hit), with the questions of ``--questions``.
 Beside them a writer adds a marked document every ``--write-every`` seconds and
-deletes the one before, and one read in ten asks for the marked documents.
+deletes the one before (with ``--min-writes N``, writes and reads go on past the
+duration until N writes have published, for short runs on a slow machine), and one
+read in ten asks for the marked documents.
 
 Reported: requests, throughput and p50 / p95 / p99 per op; failed requests (HTTP
 status other than 200, a transport error, or a JSON-RPC error) by op and by kind; the
@@ -109,6 +111,8 @@ class Load:
         #: the writer's log: (indexVersion, "add"/"delete", doc id)
         self.writes: list[tuple[str, str, str]] = []
         self.ids = itertools.count(1)
+        #: the writer is still at work (past the deadline until --min-writes are done)
+        self.writing = False
 
     def failed(self, op: str, kind: str, detail: str) -> None:
         self.failures[op][kind] += 1
@@ -182,7 +186,7 @@ class Load:
         rng = random.Random(number)
         seed: str | None = None
         key = await self.session(client, f"reader-{number}-{rng.randrange(1 << 30)}")
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or self.writing:
             q = rng.choice(self.questions)
             if rng.random() < 0.1:
                 q = f"Who is the lighthouse keeper {MARK}?"
@@ -212,9 +216,20 @@ class Load:
                 await self.rpc(client, "explorer neighbors", "graph", params, key)
 
     async def writer(self, client: Any, deadline: float) -> None:
-        last: str | None = None
         key = await self.session(client, "writer")
-        while time.monotonic() < deadline:
+        self.writing = True
+        try:
+            await self._write(client, key, deadline)
+        finally:
+            self.writing = False
+
+    async def _write(self, client: Any, key: str, deadline: float) -> None:
+        last: str | None = None
+        rounds_after = 0  # rounds past the deadline, to reach --min-writes (bounded)
+        while time.monotonic() < deadline or (
+            len(self.writes) < self.args.min_writes and rounds_after < self.args.min_writes
+        ):
+            rounds_after += time.monotonic() >= deadline
             await asyncio.sleep(self.args.write_every)
             n = next(self.ids)
             doc = {
@@ -370,6 +385,12 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--duration", type=float, default=600.0, help="seconds of load")
     ap.add_argument("--write-every", type=float, default=3.0, help="seconds between writes")
+    ap.add_argument(
+        "--min-writes",
+        type=int,
+        default=0,
+        help="go on past --duration (reads too) until this many writes have published",
+    )
     ap.add_argument("--workers", type=int, default=4, help="the server's worker threads")
     ap.add_argument("--timeout", type=float, default=120.0, help="a read's client timeout")
     ap.add_argument(

@@ -38,7 +38,7 @@ from ..engine import (
     Engine,
 )
 from ..errors import InvalidParams, KgragError, NotFound, Unauthorized
-from ..server.access import EVERYONE, Caller
+from ..server.access import EVERYONE, Caller, not_served
 from .render import render
 
 try:
@@ -360,7 +360,7 @@ def call_tool(
         if graph is None:
             graph = default_graph(graphs, served)
         if not isinstance(graph, str) or graph not in served:
-            raise NotFound(f"no graph named {graph!r} is served", field="graph")
+            raise NotFound(not_served(graph), field="graph")
         if spec.write and not caller.may_write(graph):
             raise Unauthorized(f"this caller may not write to graph {graph!r}", field="graph")
         result = spec.call(graphs.get(graph), args)

@@ -35,7 +35,7 @@ from typing import Any
 
 from kgrag.errors import InvalidParams
 
-__all__ = ["EVERYONE", "Access", "Caller", "Grant", "digest", "read_grants"]
+__all__ = ["EVERYONE", "Access", "Caller", "Grant", "digest", "not_served", "read_grants"]
 
 log = logging.getLogger("kgrag.server")
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -43,6 +43,12 @@ _KEYS = {"sha256", "graphs", "rights"}
 RIGHTS = ("read", "write")
 #: seconds between looks at the access file's modification time
 RECHECK = 1.0
+
+
+def not_served(name: object) -> str:
+    """The words for a graph that is not served and for one the caller may not read: the
+    same for both on every route, so that names do not leak between teams."""
+    return f"no graph named {name!r} is served"
 
 
 def digest(token: str) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any
 from ..config import Config
 from ..engine import Engine, is_graph_uri, uri_graph_name
 from ..errors import InvalidParams, NotFound
+from .access import not_served
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 LOG_LEVELS = ["debug", "info", "notice", "warning", "error"]
@@ -96,7 +97,7 @@ class Graphs:
     def get(self, name: str | None = None) -> Engine:
         name = name or self.default
         if name not in self.engines:
-            raise NotFound(f"no graph named {name!r} is served", field="graph")
+            raise NotFound(not_served(name), field="graph")
         return self.engines[name]
 
     def capabilities(self, name: str, transport: str) -> dict[str, Any]:

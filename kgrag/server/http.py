@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from .access import EVERYONE, Access, Caller
+from .access import EVERYONE, Access, Caller, not_served
 from .frames import dumps, error
 from .graphs import Graphs
 from .http_body import SlowBody, read_body
@@ -162,7 +162,7 @@ class HttpRcp:
             return refused
         graph = match["graph"] or self.graphs.default
         if not self.readable(caller, graph):
-            return _transport_error(404, -32015, f"no graph named {graph!r} is served")
+            return _transport_error(404, -32015, not_served(graph))
         request.state.graph = graph
         try:
             body = await read_body(request, self.server.limits)

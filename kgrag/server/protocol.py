@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import KgragError, NotFound, Unavailable
 from . import methods
-from .access import EVERYONE, Caller
+from .access import EVERYONE, Caller, not_served
 from .frames import error, failure, id_key, ok, valid_id
 from .graphs import LOG_LEVELS, Graphs
 
@@ -381,9 +381,7 @@ class Rcp:
             return session.graph
         if not isinstance(name, str) or name not in self.graphs.names or not caller.may_read(name):
             served = ", ".join(caller.visible(self.graphs.names))
-            raise NotFound(
-                f"no graph named {name!r} is served (served: {served})", field=GRAPH_PARAM
-            )
+            raise NotFound(f"{not_served(name)} (served: {served})", field=GRAPH_PARAM)
         return name
 
     def _runner(self, method: str, ctx: Context) -> Callable[[Call], dict[str, Any]]:

@@ -23,6 +23,8 @@ from kgrag.store.vectors import CODED_KINDS, within_a_code_step
 from tests.conftest import DATA, SCIENCE, small_config
 
 ray = pytest.importorskip("ray")
+#: one local Ray cluster at a time on this machine: the tests run in one process
+pytestmark = pytest.mark.xdist_group("ray")
 
 from ingest import ingest_paths  # noqa: E402
 from ingest.distributed import RayOptions  # noqa: E402

@@ -9,12 +9,8 @@ import contextlib
 import hashlib
 import http.client
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,8 @@ import httpx2
 import pytest
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.kgrag.server.served import LISTENING, start
 
 QUESTION = "Where was Marie Curie born?"
 READ_TOOLS = ["retrieve", "local_search", "global_search", "drift_search", "neighbors"]
@@ -62,38 +60,19 @@ def folders(science_graph: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 @contextlib.contextmanager
 def serving(python: Path | str, folders: dict[str, Path], log: Path) -> Iterator[str]:
     """``kgrag serve --http`` under ``python``; yields the base URL, then stops it."""
-    proc = subprocess.Popen(
-        [str(python), "-m", "kgrag", "serve", "--http", "127.0.0.1:0", "--no-explorer"]
-        + ["--graph", f"science={folders['science']}", "--graph", f"second={folders['second']}"]
-        + ["--access-file", str(folders["access"])],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ, HF_HUB_OFFLINE="1"),
-        text=True,
-    )
-    assert proc.stderr is not None
-    lines: list[str] = []
-    reader = threading.Thread(target=lines.extend, args=(proc.stderr,), daemon=True)
+    server = start(
+        "--no-explorer", "--graph", f"science={folders['science']}",
+        "--graph", f"second={folders['second']}", "--access-file", str(folders["access"]),
+        python=python, listening=LISTENING + r".*MCP on \S+/mcp",
+    )  # fmt: skip
     try:
-        for line in proc.stderr:
-            lines.append(line)
-            found = re.search(r"serving RCP/1 on (http://[\d.]+:\d+)/rcp.*MCP on \S+/mcp", line)
-            if found:
-                reader.start()
-                yield found[1]
-                break
-        else:
-            raise AssertionError("kgrag serve did not offer /mcp: " + "".join(lines))
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-        if reader.is_alive():
-            reader.join(timeout=30)
-        proc.stderr.close()
-        log.write_text("".join(lines), encoding="utf-8")
-    assert proc.returncode == 0, "".join(lines)
+        status = server.stop()
+        log.write_text(server.log, encoding="utf-8")
+    assert status == 0, server.log
     for token in READS:
-        assert token not in "".join(lines)  # tokens are never logged
+        assert token not in server.log  # tokens are never logged
 
 
 @contextlib.asynccontextmanager

@@ -23,6 +23,7 @@ from kgrag.errors import InvalidParams
 from kgrag.server import Access, Graphs, Running, create_app
 from kgrag.server.access import RECHECK, read_grants
 from kgrag.server.explorer import explorer_routes
+from tests.kgrag.server.served import start
 
 INIT = {"protocolVersion": 1, "client": {"name": "t", "version": "1"}, "capabilities": {}}
 GRAPHS = ("science", "second")
@@ -218,23 +219,9 @@ def test_kgrag_serve_takes_the_access_file_and_never_logs_a_token(
         timeout=120,
     )
     assert bad.returncode != 0 and "cannot read the access file" in bad.stderr
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kgrag", "serve", "--graph", f"science={served_copy}"]
-        + ["--http", "127.0.0.1:0", "--no-explorer"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
+    server = start("--graph", f"science={served_copy}", "--no-explorer", env=env)
+    base = server.url
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            found = re.search(r"serving RCP/1 on (http://[\d.]+:\d+)/rcp", line)
-            if found:
-                base = found[1]
-                break
-        else:
-            raise AssertionError("kgrag serve --http did not say where it listens")
         assert rpc(base, "/rcp", "alpha-read", "ping")[0] == 200
         assert rpc(base, "/rcp", "no-token", "ping")[0] == 401
         assert rpc(base, "/rcp", "s3cret-wrong", "ping")[0] == 401
@@ -246,8 +233,8 @@ def test_kgrag_serve_takes_the_access_file_and_never_logs_a_token(
         assert conn.getresponse().getheader("X-Request-Id") == "probe-access-1"
         conn.close()
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=60)
+        server.stop()
+    err = server.log
     for secret in ("alpha-read", "s3cret-wrong"):
         assert secret not in err
     logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]

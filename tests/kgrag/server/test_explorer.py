@@ -13,8 +13,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 from kgrag.server import Access, Graphs, Running, create_app
 from kgrag.server.explorer import CSP, explorer_routes
 from tests.conftest import DATA, SCIENCE, small_config
+from tests.kgrag.server.served import serving
 
 EVIL_TITLE = "Evil <script>window.__pwned=1</script>"
 EVIL_MARKUP = '<img src=x onerror="window.__pwned=1">'
@@ -169,33 +168,15 @@ def test_the_page_holds_no_inline_code_and_the_script_never_parses_markup():
 def test_kgrag_serve_http_serves_the_page_and_keeps_the_api_behind_its_token(
     folders: dict[str, Path],
 ):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", KGRAG_TOKEN=TOKEN)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kgrag", "serve", "--graph", str(folders["news"])]
-        + ["--http", "127.0.0.1:0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        assert proc.stderr is not None
-        for raw in proc.stderr:
-            found = re.search(r"the explorer on (http://[\d.]+:\d+)/", raw.decode())
-            if found:
-                base = found[1]
-                break
-        else:
-            raise AssertionError("kgrag serve --http did not say where the explorer is")
+    env = dict(os.environ, KGRAG_TOKEN=TOKEN)
+    explorer = r"the explorer on (http://[\d.]+:\d+)/"
+    with serving("--graph", str(folders["news"]), env=env, listening=explorer) as server:
+        base = server.url
         status, headers, body = get(base, "/")
         assert status == 200 and headers["content-security-policy"] == CSP
         assert b"kgrag explorer" in body
         ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
         assert get(base, "/rcp/ping", "POST", ping)[0] == 401
-    finally:
-        proc.terminate()
-        proc.wait(60)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 # -- the browser -----------------------------------------------------------------------------

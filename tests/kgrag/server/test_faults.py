@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +18,7 @@ from typing import Any
 import pytest
 
 from kgrag.server import Graphs, Limits, Running, create_app
+from tests.kgrag.server.served import Served, start
 
 INIT = {"protocolVersion": 1, "client": {"name": "t", "version": "1"}, "capabilities": {}}
 
@@ -96,32 +93,16 @@ def test_a_client_that_leaves_mid_stream_frees_its_call(running: Running):
     assert ok[0] == 200
 
 
-def _serve(folder: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kgrag", "serve", "--graph", f"g={folder}"]
-        + ["--http", "127.0.0.1:0", "--no-explorer", "--grace", "60"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    assert proc.stderr is not None
-    lines: list[str] = []
-    for line in proc.stderr:
-        lines.append(line)
-        found = re.search(r"serving RCP/1 on (http://[\d.]+:\d+)/rcp", line)
-        if found:
-            threading.Thread(target=lines.extend, args=(proc.stderr,), daemon=True).start()
-            return proc, found[1], lines
-    raise AssertionError("kgrag serve did not start: " + "".join(lines))
+def _serve(folder: Path) -> Served:
+    return start("--graph", f"g={folder}", "--no-explorer", "--grace", "60")
 
 
 def test_sigterm_finishes_what_is_in_flight_and_exits_0(served_copy: Path, tmp_path: Path):
     folder = tmp_path / "g"
     shutil.copytree(served_copy, folder)
     before = json.loads((folder / "manifest.json").read_text())["indexVersion"]
-    proc, url, lines = _serve(folder)
+    server = _serve(folder)
+    proc, url, lines = server.proc, server.url, server.lines
     try:
         assert post(url, "/rcp/initialize", {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                               "params": INIT})[0] == 200  # fmt: skip
@@ -161,9 +142,7 @@ def test_sigterm_finishes_what_is_in_flight_and_exits_0(served_copy: Path, tmp_p
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        server.stop()
     blocks = [b.strip() for b in rest.split("\n\n")]
     frames = [json.loads(b[len("data: ") :]) for b in blocks if b.startswith("data: ")]
     final = frames[-1]

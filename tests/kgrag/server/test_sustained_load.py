@@ -33,7 +33,7 @@ def test_a_short_load_with_writes_fails_nothing_and_mixes_no_versions(
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "load_test.py"), "--graph", str(graph)]
         + ["--questions", str(questions), "--clients", "4", "--duration", "14"]
-        + ["--write-every", "0.5", "--out", str(out)],
+        + ["--write-every", "0.5", "--min-writes", "2", "--out", str(out)],
         capture_output=True,
         text=True,
         env=dict(os.environ, HF_HUB_OFFLINE="1"),
