@@ -26,17 +26,29 @@ Pools, for each level L (``--levels all``) or the default one: ``leaves@L`` the
 union of the leaves of the top-k communities; ``dense=leaves@L`` as many top
 dense chunks (equal budget); ``best{k}leaves@L`` the k leaves of ``leaves@L``
 with the best dense cosine; ``reports@L`` the top-k report texts;
-``summary@L`` the extractive summary. Then ``dense``: the top-k chunks of
-``retrieve`` in mode dense; ``dense-cut``: their text cut to the default
-level summary's length; with ``--drift``, ``local`` (PPR) and ``drift`` top-k.
-The size column counts chunks, or words for text pools.
+``summary@L`` the extractive summary; ``report-summary@L`` the summary drawn from
+report sentences alone (the summary before the map-reduce over passages). Then
+``dense``: the top-k chunks of ``retrieve`` in mode dense; ``dense-cut``: their text
+cut to the default level summary's length; ``mmr-cut``: the sentences of the top 20
+dense chunks picked by MMR against the question (lambda 0.7), cut to the same length;
+``dense=reports``: the dense top-k text cut to the length of the default level's
+``reports``; ``excerpts@L``: each top community's excerpt, its report for the question
+(the map-reduce's picks from its passages, 150 words a community); ``dense=excerpts``:
+the dense top-k text cut to their length; with ``--drift``, ``local`` (PPR) and
+``drift`` top-k. The size column counts chunks, or words for text pools.
+
+The questions are split once, with a fixed seed, into two halves: ``tune`` (the half
+the summary's settings were chosen on) and ``test`` (never looked at while tuning).
+Every figure is given for each half and for all.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -44,8 +56,14 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag.ids import sentence_id
 from kgrag.search.drift import LocalFn, drift
 from kgrag.search.global_search import GlobalSearch
+
+#: the seed of the tune / test split of the questions (fixed once: do not change it)
+SPLIT_SEED = 45
+MMR_CHUNKS = 20
+MMR_LAMBDA = 0.7
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -91,20 +109,60 @@ def write_corpus(bench: Path, out: Path) -> None:
     out.write_text(json.dumps([record]), encoding="utf-8")
 
 
+def split_halves(n: int) -> list[str]:
+    """``tune`` or ``test`` for each of ``n`` questions (half each, fixed seed)."""
+    tune = set(random.Random(SPLIT_SEED).sample(range(n), n // 2))
+    return ["tune" if i in tune else "test" for i in range(n)]
+
+
 def _level_pools(
-    gs: GlobalSearch, question: str, level: int, k: int, dense: Dense
+    gs: GlobalSearch, old: GlobalSearch, question: str, level: int, k: int, dense: Dense
 ) -> dict[str, list[str] | str]:
     """The pools global search at ``level`` gives one question, and the dense
     pool of the same size."""
     res = gs.search(question, k, level)
+    before = old.search(question, k, level)
     leaves = sorted({c for s in res.communities for c in s.leaves})
     return {
         f"leaves@{level}": leaves,
         f"dense=leaves@{level}": dense.top(len(leaves)),
         f"best{k}leaves@{level}": sorted(leaves, key=lambda c: (-dense.score(c), c))[:k],
         f"reports@{level}": "\n".join(s.summary for s in res.communities),
+        f"excerpts@{level}": "\n".join(s.excerpt for s in res.communities),
         f"summary@{level}": _MARKER.sub("", res.summary),
+        f"report-summary@{level}": _MARKER.sub("", before.summary),
     }
+
+
+class Sentences:
+    """Every stored sentence vector, for the MMR baseline."""
+
+    def __init__(self, reader: object) -> None:
+        ids, matrix = reader.vectors("sentences")  # type: ignore[attr-defined]
+        self.row = {sid: i for i, sid in enumerate(ids)}
+        self.matrix = np.asarray(matrix, dtype=np.float32)
+
+    def mmr(self, reader: object, qvec: np.ndarray, chunks: list[str]) -> list[str]:
+        """The sentences of ``chunks`` in the order MMR picks them against ``qvec``."""
+        texts = reader.passage_texts(chunks)  # type: ignore[attr-defined]
+        found: list[tuple[str, int]] = []
+        for cid in chunks:
+            passage = texts.get(cid)
+            for s in passage.sentences if passage else ():
+                row = self.row.get(sentence_id(cid, s.index))
+                if row is not None:
+                    found.append((" ".join(passage.text[s.start : s.end].split()), row))
+        if not found:
+            return []
+        vecs = self.matrix[[row for _, row in found]]
+        rel = vecs @ qvec
+        picked: list[int] = []
+        left = list(range(len(found)))
+        while left:
+            novelty = (vecs[left] @ vecs[picked].T).max(axis=1) if picked else 0.0
+            score = MMR_LAMBDA * rel[left] - (1 - MMR_LAMBDA) * novelty
+            picked.append(left.pop(int(np.argmax(score))))
+        return [found[i][0] for i in picked]
 
 
 class Dense:
@@ -143,54 +201,78 @@ def _tally(
         row["size"] += len(body.split()) if isinstance(pool, str) else len(pool)
 
 
+def _cut(text: str, words: int) -> str:
+    return " ".join(text.split()[:words])
+
+
 def run(
     graph: Path, questions: list[dict[str, str]], k: int, levels: str, with_drift: bool
 ) -> dict[str, object]:
-    """Per-pool measure means and mean sizes (chunks, or words for texts)."""
+    """Per-pool measure means and mean sizes (chunks, or words for texts), for each half
+    of the questions and for all."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     import kgrag
     from kgrag.search.local import LocalSearch
 
     stop = frozenset(ENGLISH_STOP_WORDS)
-    totals: dict[str, dict[str, float]] = {}
+    totals: dict[str, dict[str, dict[str, float]]] = {"tune": {}, "test": {}, "all": {}}
+    halves = split_halves(len(questions))
     with kgrag.open(graph) as engine:
         reader, encoder = engine.reader, engine.encoder
         text = {c.id: c.text for c in reader.chunks()}
         ids, matrix = reader.vectors("chunks")
         gs = GlobalSearch(reader, encoder)
+        before = dataclasses.replace(gs.settings, summary_from="reports")
+        old = GlobalSearch(reader, encoder, before)
+        sentences = Sentences(reader)
         default = gs.default_level()
         chosen = gs.levels() if levels == "all" else [default]
         if with_drift:
             ppr = LocalSearch(reader, encoder)
         started = time.perf_counter()
-        for q in questions:
-            dense = Dense(ids, matrix @ encoder.encode_one(q["question"]))
+        for q, half in zip(questions, halves, strict=True):
+            qvec = encoder.encode_one(q["question"])
+            dense = Dense(ids, matrix @ qvec)
             pools: dict[str, list[str] | str] = {}
             for level in chosen:
-                pools |= _level_pools(gs, q["question"], level, k, dense)
+                pools |= _level_pools(gs, old, q["question"], level, k, dense)
             hits = engine.retrieve({"query": q["question"], "k": k, "mode": "dense"})["hits"]
             pools["dense"] = [h["id"] for h in hits]
             words = len(str(pools[f"summary@{default}"]).split())
-            pools["dense-cut"] = " ".join(" ".join(text[c] for c in pools["dense"]).split()[:words])
+            dense_text = " ".join(text[c] for c in pools["dense"])
+            pools["dense-cut"] = _cut(dense_text, words)
+            mmr = sentences.mmr(reader, qvec, dense.top(MMR_CHUNKS))
+            pools["mmr-cut"] = _cut(" ".join(mmr), words)
+            pools["dense=reports"] = _cut(dense_text, len(str(pools[f"reports@{default}"]).split()))
+            excerpts = len(str(pools[f"excerpts@{default}"]).split())
+            pools["dense=excerpts"] = _cut(dense_text, excerpts)
             if with_drift:
                 pools |= _drift_pools(gs, lambda t, n: ppr.search(t, n).passages, q["question"], k)
             statements = [s.strip() for s in q["evidence"].split(";") if s.strip()]
-            _tally(totals, pools, statements, text, stop)
+            _tally(totals[half], pools, statements, text, stop)
+            _tally(totals["all"], pools, statements, text, stop)
         elapsed = time.perf_counter() - started
         per_level = {str(lv): len(reader.communities(lv)) for lv in gs.levels()}
-    n = max(1, len(questions))
+    count = {"all": len(questions), "tune": halves.count("tune"), "test": halves.count("test")}
     return {
         "questions": len(questions),
+        "split": {"seed": SPLIT_SEED, **count},
         "k": k,
         "default_level": default,
         "communities_per_level": per_level,
         "chunks": len(ids),
         "pools": {
-            name: {m: round((100 if m != "size" else 1) * v / n, 1) for m, v in t.items()}
-            for name, t in totals.items()
+            half: {
+                name: {
+                    m: round((100 if m != "size" else 1) * v / max(1, count[half]), 1)
+                    for m, v in t.items()
+                }
+                for name, t in pools_of.items()
+            }
+            for half, pools_of in totals.items()
         },
-        "seconds_per_question": round(elapsed / n, 2),
+        "seconds_per_question": round(elapsed / max(1, len(questions)), 2),
     }
 
 
@@ -220,10 +302,12 @@ def main() -> int:
     figures = run(Path(args.graph), questions, args.k, args.levels, args.drift)
     figures["wall_s"] = round(time.perf_counter() - started, 1)
     columns = (*MEASURES, "size")
-    print(f"{'pool':<20}" + "".join(f"{m:>10}" for m in columns))
-    pools: dict[str, dict[str, float]] = figures["pools"]  # type: ignore[assignment]
-    for name, row in sorted(pools.items(), key=lambda nr: _pool_order(nr[0])):
-        print(f"{name:<20}" + "".join(f"{row[m]:>10}" for m in columns))
+    halves: dict[str, dict[str, dict[str, float]]] = figures["pools"]  # type: ignore[assignment]
+    for half, pools in halves.items():
+        print(f"\n{half} ({figures['split'][half]} questions)")  # type: ignore[index]
+        print(f"{'pool':<20}" + "".join(f"{m:>10}" for m in columns))
+        for name, row in sorted(pools.items(), key=lambda nr: _pool_order(nr[0])):
+            print(f"{name:<20}" + "".join(f"{row[m]:>10}" for m in columns))
     print(json.dumps({k: v for k, v in figures.items() if k != "pools"}))
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2), encoding="utf-8")

@@ -80,6 +80,8 @@ class GraphOps:
                 "score": round(c.score, 6),
                 "rating": c.rating,
                 "leaves": list(c.leaves),
+                # the community's report for this question (see GlobalSearch's excerpt)
+                **({"excerpt": c.excerpt} if c.excerpt else {}),
             }
             for c in res.communities
         ]
@@ -87,6 +89,10 @@ class GraphOps:
         hits = self.retriever.graph_hits.community_hits(_options(p), str(p.query), ranked)
         return {
             "summary": res.summary,
+            # each summary sentence with the community it cites and the passage it quotes
+            "citations": [
+                {"text": q.text, "community": q.community, "passage": q.passage} for q in res.quotes
+            ],
             "communities": communities,
             "level": res.level,
             "hits": self._dedup(p, hits),

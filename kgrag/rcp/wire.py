@@ -106,6 +106,7 @@ class GraphCommunity(_Strict):
     id: str
     level: int = Field(ge=0)
     summary: str
+    excerpt: str | None = None
     score: float | None = None
     title: str | None = None
     rating: float | None = None
@@ -115,6 +116,14 @@ class GraphCommunity(_Strict):
     size: int | None = None
     leafCount: int | None = None
     members: list[str] | None = None
+
+
+class GraphCitation(_Strict):
+    """One sentence of the global summary: the community it cites, the passage it quotes."""
+
+    text: str
+    community: str
+    passage: str
 
 
 class GraphNode(_Strict):
@@ -141,6 +150,7 @@ class GraphResult(_Strict):
     followups: list[str] | None = None
     primer: list[dict[str, Any]] | None = None
     summary: str | None = None
+    citations: list[GraphCitation] | None = None
     level: int | None = None
     communities: list[GraphCommunity] | None = None
     nodes: list[GraphNode] | None = None

@@ -8,13 +8,14 @@ on the community id. Every level partitions the entities, so one level holds
 no duplicates; across levels (``all_levels``) a community carried down a level
 unchanged (same text and leaves) is kept once, at its finest level.
 
-The summary is extractive: report sentences and the non-co-occurrence key
-relations of the top reports are picked by MMR against the query, up to a
-sentence and token budget. A report sentence's vector is the one the ingest
-stored for it (read off its chunk's token vectors); relations, and the
-sentences of a graph built without sentence vectors, are encoded per query
-(and cached). Each pick is followed by the id of the
-community it came from, e.g. ``"... [m:1ce9...]"``.
+The summary is extractive, a query-focused map-reduce over the sentences of the top
+communities' leaf passages (:mod:`kgrag.search.global_summary`): each picked sentence
+is followed by the id of the community it came from, e.g. ``"... [m:1ce9...]"``, and
+:attr:`GlobalResult.quotes` names the passage it is quoted from. With
+``summary_from="reports"`` it is drawn from the top reports instead, as it first was:
+report sentences and the non-co-occurrence key relations, picked by MMR against the
+query up to a sentence and token budget (a report sentence's vector is the one the
+ingest stored for it; relations are encoded per query, and cached).
 
 Default level: the coarsest level whose communities average at most
 ``default_members`` member entities (16: twice the 8 key entities a report
@@ -31,12 +32,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kgrag.encoders import Encoder
 from kgrag.errors import InvalidParams
+from kgrag.search.global_summary import Quote, SummarySettings, map_candidates, reduce_quotes
 from kgrag.store import GraphReader
 from kgrag.text.keys import COOC
 from kgrag.types import Community
@@ -63,6 +65,10 @@ class GlobalSettings:
     #: vectors); False encodes each on its own per query, as before (slower on fresh
     #: questions)
     stored_sentences: bool = True
+    #: "passages": the query-focused map-reduce over the top communities' leaf sentences
+    #: (:mod:`kgrag.search.global_summary`); "reports": MMR over the report sentences
+    summary_from: str = "passages"
+    passages: SummarySettings = SummarySettings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,10 @@ class CommunityScore:
     summary: str  # the full report text
     rating: float
     leaves: tuple[str, ...]  # chunk ids
+    #: the report for this question: the sentences of its leaf passages that the
+    #: map-reduce took for it, in reading order (the communities the summary reads; ""
+    #: for the others and without a summary)
+    excerpt: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,9 @@ class GlobalResult:
     communities: list[CommunityScore]  # best first
     summary: str
     citations: tuple[tuple[str, str], ...]  # (summary sentence, community id), in order
+    #: the summary's sentences with the passage each is quoted from (summary_from
+    #: "passages"; empty for a summary of report sentences)
+    quotes: tuple[Quote, ...] = ()
 
 
 class GlobalSearch:
@@ -160,9 +173,33 @@ class GlobalSearch:
         scored = [_scored(by_id[cid], score) for cid, (_, score) in zip(ids, ranked, strict=True)]
         best = scored[0].score if scored else 1.0
         top = [(by_id[s.id], s.score / best) for s in scored]
-        citations = self._summary(qvec, top) if summary else ()
+        quotes: tuple[Quote, ...] = ()
+        if not summary:
+            citations: tuple[tuple[str, str], ...] = ()
+        elif self.settings.summary_from == "passages":
+            quotes, excerpts = self._quotes(query, qvec, [c for c, _ in top])
+            citations = tuple((q.text, q.community) for q in quotes)
+            scored = [replace(s, excerpt=excerpts.get(s.id, "")) for s in scored]
+        else:
+            citations = self._summary(qvec, top)
         text = " ".join(f"{sentence} [{cid}]" for sentence, cid in citations)
-        return GlobalResult(chosen, scored, text, citations)
+        return GlobalResult(chosen, scored, text, citations, quotes)
+
+    def _quotes(
+        self, query: str, qvec: np.ndarray, top: Sequence[Community]
+    ) -> tuple[tuple[Quote, ...], dict[str, str]]:
+        """The map-reduce summary's quotes (:mod:`kgrag.search.global_summary`), and each
+        community's excerpt: the same reduce over the same sentences with
+        ``excerpt_words`` a community, its picks grouped by community."""
+        settings = self.settings.passages
+        read = top[: self.settings.summary_reports]
+        found, relevance = map_candidates(self.reader, qvec, read, settings, self._encode)
+        quotes = tuple(reduce_quotes(found, relevance, settings, query))
+        wide = replace(settings, words=settings.excerpt_words * len(read))
+        excerpts: dict[str, list[str]] = {}
+        for q in reduce_quotes(found, relevance, wide, query):
+            excerpts.setdefault(q.community, []).append(q.text)
+        return quotes, {cid: " ".join(texts) for cid, texts in excerpts.items()}
 
     def hierarchy(
         self, level: int | None = None, offset: int = 0, limit: int = 50

@@ -36,6 +36,12 @@ def test_global_shape_summary_and_levels(engine):
     listed = {c["id"] for c in result["communities"]}
     cited = set(re.findall(r"\[(m:[0-9a-f]+)\]", result["summary"]))
     assert cited and cited <= listed
+    leaves = {c["id"]: c["leaves"] for c in result["communities"]}
+    texts = {c.id: " ".join(c.text.split()) for c in engine.reader.chunks()}
+    assert {c["community"] for c in result["citations"]} == cited
+    for c in result["citations"]:  # each sentence: where it is quoted from, and what it cites
+        assert f"{c['text']} [{c['community']}]" in result["summary"]
+        assert c["passage"] in leaves[c["community"]] and c["text"] in texts[c["passage"]]
     scores = [c["score"] for c in result["communities"]]
     assert scores == sorted(scores, reverse=True)
     for c in result["communities"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,8 +14,12 @@ from kgrag.encoders import load_encoder
 from kgrag.encoders.base import Encoder
 from kgrag.errors import InvalidParams
 from kgrag.search.global_search import LISTED, GlobalSearch, GlobalSettings
+from kgrag.search.global_summary import SummarySettings, content_words
+from kgrag.store.bm25 import stop_words
 
 MARKER = re.compile(r"\[(m:[0-9a-f]+)\]")
+#: the summary drawn from report sentences (before the map-reduce over passages)
+REPORTS = GlobalSettings(summary_from="reports")
 
 
 @pytest.fixture(scope="module")
@@ -73,23 +78,93 @@ def test_ranking_shape(search, science_reader):
         assert c.leaves and set(c.leaves) <= chunk_ids
 
 
-def test_summary_is_extractive_and_cites_returned_communities(search):
+def test_summary_quotes_leaf_passages_of_the_communities_it_cites(search, science_reader):
     result = search.search("Where did Marie Curie's family live and work?", 3, None)
-    returned = {c.id for c in result.communities}
+    returned = {c.id: c for c in result.communities}
     cited = MARKER.findall(result.summary)
-    assert result.summary.strip() and cited and set(cited) <= returned
+    assert result.summary.strip() and cited and set(cited) <= set(returned)
     assert [cid for _, cid in result.citations] == cited
-    for text, cid in result.citations:
-        report = search.community(cid).report
-        assert text in report.sentences or text in report.key_relations
-        assert f"{text} [{cid}]" in result.summary
+    assert [(q.text, q.community) for q in result.quotes] == list(result.citations)
+    texts = {c.id: " ".join(c.text.split()) for c in science_reader.chunks()}
+    for quote in result.quotes:
+        assert quote.passage in returned[quote.community].leaves  # a leaf of what it cites
+        assert quote.text in texts[quote.passage]  # quoted word for word
+        assert f"{quote.text} [{quote.community}]" in result.summary
+    ranks = [list(returned).index(q.community) for q in result.quotes]
+    assert ranks == sorted(ranks)  # read community by community, best first
+
+
+def test_evidence_in_two_communities_reaches_the_summary(search, science_reader):
+    """Bohr's and Einstein's passages lie under different communities of the finest
+    level: a question about both, with room for a few sentences only, gets a quote from
+    each passage, each cited to a community that holds it."""
+    level = search.levels()[0]
+    passage = {c.context: c.id for c in science_reader.chunks()}
+    under = {
+        title: {c.id for c in science_reader.communities(level) if passage[title] in c.leaves}
+        for title in ("Niels Bohr", "Albert Einstein")
+    }
+    assert under["Niels Bohr"] and under["Albert Einstein"]
+    assert not under["Niels Bohr"] & under["Albert Einstein"]
+    tight = GlobalSearch(
+        science_reader, search.encoder, GlobalSettings(passages=SummarySettings(words=25))
+    )
+    result = tight.search("Where were Niels Bohr and Albert Einstein born?", 5, level)
+    for title in ("Niels Bohr", "Albert Einstein"):
+        quotes = [q for q in result.quotes if q.passage == passage[title]]
+        assert quotes and all(q.community in under[title] for q in quotes), title
+    assert sum(len(q.text.split()) for q in result.quotes) <= 25
+
+
+def test_each_read_community_gets_its_report_for_the_question(search, science_reader):
+    """The excerpt of a community: sentences of its own leaf passages only, within
+    ``excerpt_words`` a community; a community the summary did not read has none (nor
+    one whose sentences the reduce found said better by the others)."""
+    settings = GlobalSettings(summary_reports=3, passages=SummarySettings(excerpt_words=20))
+    gs = GlobalSearch(science_reader, search.encoder, settings)
+    result = gs.search("physicists, their prizes and where they were born", 5, None)
+    read, rest = result.communities[:3], result.communities[3:]
+    assert sum(bool(c.excerpt) for c in read) >= 2 and not any(c.excerpt for c in rest)
+    assert sum(len(c.excerpt.split()) for c in read) <= 20 * 3
+    for c in read:
+        passages = science_reader.passage_texts(list(c.leaves))
+        left = c.excerpt
+        for p in passages.values():
+            for sentence in p.sentences:
+                said = " ".join(p.text[sentence.start : sentence.end].split())
+                left = left.replace(said, "")
+        assert not left.strip(), c.id  # nothing but its leaves' sentences
+    bare = gs.search("physicists, their prizes and where they were born", 5, None, summary=False)
+    assert not any(c.excerpt for c in bare.communities)
+
+
+@pytest.mark.parametrize("words", [12, 25, 150])
+def test_the_word_budget_holds_and_nothing_is_said_twice(science_reader, search, words):
+    settings = GlobalSettings(passages=SummarySettings(words=words))
+    gs = GlobalSearch(science_reader, search.encoder, settings)
+    result = gs.search("physicists, their prizes and where they were born", 5, None)
+    assert result.quotes  # a budget of 12 still fits one sentence of the corpus
+    assert sum(len(q.text.split()) for q in result.quotes) <= words
+    assert len({q.text for q in result.quotes}) == len(result.quotes)
+    stop = stop_words()
+    said: set[str] = set()  # in the order the reduce picked them, each adds a content word
+    for step, quote in enumerate(sorted(result.quotes, key=lambda q: q.picked)):
+        assert quote.picked == step and content_words(quote.text, stop) - said, step
+        said |= content_words(quote.text, stop)
+
+
+def test_the_same_question_gives_the_same_bytes(science_reader, search):
+    query = "Which cities lie on rivers, and which seas do the rivers reach?"
+    first = search.search(query, 5, None)
+    again = GlobalSearch(science_reader, search.encoder).search(query, 5, None)
+    assert first.summary.encode() == again.summary.encode() and first.quotes == again.quotes
 
 
 def test_summary_can_be_skipped(search):
     full = search.search("Marie Curie and radioactivity", 3, None)
     bare = search.search("Marie Curie and radioactivity", 3, None, summary=False)
     assert full.summary and bare.summary == "" and bare.citations == ()
-    assert bare.communities == full.communities
+    assert bare.communities == [replace(c, excerpt="") for c in full.communities]
 
 
 def test_search_is_deterministic(search):
@@ -176,7 +251,7 @@ def test_summary_quotes_stored_sentence_vectors(search, science_reader):
     the relations it quotes, never a report sentence (``stored_sentences=False``
     encodes them too), and mostly picks what encoding each sentence alone picks."""
     counting = _Counting(search.encoder)
-    stored = GlobalSearch(science_reader, counting)
+    stored = GlobalSearch(science_reader, counting, REPORTS)
     query = "Where did Marie Curie's family live and work?"
     result = stored.search(query, 3, None)
     sentences = {s for c in result.communities for s in search.community(c.id).report.sentences}
@@ -184,7 +259,8 @@ def test_summary_quotes_stored_sentence_vectors(search, science_reader):
     assert counting.seen[0] == query
     quoted = [text for text, _ in result.citations]
     assert set(quoted) & sentences  # the summary does quote sentences
-    apart = GlobalSearch(science_reader, search.encoder, GlobalSettings(stored_sentences=False))
+    encode_each = GlobalSettings(summary_from="reports", stored_sentences=False)
+    apart = GlobalSearch(science_reader, search.encoder, encode_each)
     assert not counting.seen[1:] or set(counting.seen[1:]) < set(_encoded(apart, query))
     encoded = [text for text, _ in apart.search(query, 3, None).citations]
     assert len(set(quoted) & set(encoded)) >= 0.75 * len(encoded)
