@@ -29,7 +29,11 @@ def run_op(engine: Any, args: argparse.Namespace, text: str) -> None:
         return
     print(f"\n{args.op.upper()}: {text}   [indexVersion {engine.index_version}]")
     names = _names(engine, result)
-    if "summary" in result:
+    if result.get("citations"):  # a sentence a line, with the passage it quotes
+        print("\nSummary:")
+        for line in _cited(engine, result["citations"]):
+            print(textwrap.fill(line, 100, initial_indent="  - ", subsequent_indent="    "))
+    elif "summary" in result:
         print(
             "\nSummary:\n"
             + textwrap.fill(result["summary"], 100, initial_indent="  ", subsequent_indent="  ")
@@ -47,6 +51,16 @@ def run_op(engine: Any, args: argparse.Namespace, text: str) -> None:
         print(f"  {node['id']}  {node.get('label', '')}  score {node['score']:.3f}")
     for e in result.get("edges", [])[:50]:
         print("  " + render_path([{"kind": e.get("kind", "relation")} | e], names))
+
+
+def _cited(engine: Any, citations: list[dict[str, str]]) -> list[str]:
+    """Each summary sentence, the title of the passage it quotes and its community."""
+    passages = sorted({c["passage"] for c in citations})
+    titles = {c.id: c.context for c in engine.reader.chunks(passages)}
+    return [
+        f"{c['text']} — {titles.get(c['passage']) or c['passage']} [{c['community']}]"
+        for c in citations
+    ]
 
 
 def _seeds(args: argparse.Namespace, text: str) -> list[str]:
