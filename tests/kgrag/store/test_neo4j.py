@@ -285,6 +285,10 @@ def test_searches_answer_the_same(science_graph, science_neo4j):
                 y = [h["id"] for h in b.graph({"op": op, "query": q, "k": 10})["hits"]]
                 identical[op] += x == y
                 assert len(set(x) & set(y)) >= 0.8 * len(x), (op, q)
+            cited = b.graph({"op": "global", "query": q})  # the summary read from Neo4j
+            leaves = {c["id"]: c["leaves"] for c in cited["communities"]}
+            assert cited["citations"], q
+            assert all(c["passage"] in leaves[c["community"]] for c in cited["citations"])
             x = [h["id"] for h in a.retrieve({"query": q, "k": 10, "mode": "dense"})["hits"]]
             assert x == [
                 h["id"] for h in b.retrieve({"query": q, "k": 10, "mode": "dense"})["hits"]
