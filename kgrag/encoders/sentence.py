@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,11 @@ class SentenceTransformerEncoder(Encoder):
         except Exception as exc:  # the library raises many unrelated types
             raise ModelError(f"cannot load embedding model from {path}: {exc}", model=name) from exc
         self.model_id = name
+        # the model's fast tokenizer sets its padding and truncation on each call, and a
+        # second thread's call meanwhile fails: a server's workers and a write share this
+        # encoder, so calls into the model take turns (re-entrant: a span falls back on
+        # encode)
+        self._turns = threading.RLock()
         model = self.model
         dim_of = getattr(model, "get_embedding_dimension", None)
         dim_of = dim_of or model.get_sentence_embedding_dimension
@@ -76,13 +82,14 @@ class SentenceTransformerEncoder(Encoder):
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        with self._turns:
+            vectors = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return normalise(vectors)
 
     def encode_spans(
@@ -96,19 +103,20 @@ class SentenceTransformerEncoder(Encoder):
             raise ValueError(f"{len(texts)} texts but {len(spans)} span lists")
         if not self._mean_pooling or not any(spans):
             return super().encode_spans(texts, spans)
-        tokens = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            output_value="token_embeddings",
-            convert_to_numpy=False,
-            show_progress_bar=False,
-        )
-        offsets = self.model.tokenizer(
-            list(texts),
-            return_offsets_mapping=True,
-            truncation=True,
-            max_length=self.model.max_seq_length,
-        )["offset_mapping"]
+        with self._turns:
+            tokens = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                output_value="token_embeddings",
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
+            offsets = self.model.tokenizer(
+                list(texts),
+                return_offsets_mapping=True,
+                truncation=True,
+                max_length=self.model.max_seq_length,
+            )["offset_mapping"]
         whole = np.zeros((len(texts), self.dim), dtype=np.float32)
         out: list[np.ndarray] = []
         apart: list[tuple[int, int, str]] = []  # (text, span row, span text) to encode alone
@@ -144,13 +152,14 @@ class SentenceTransformerEncoder(Encoder):
     def token_embeddings(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, its token ids and their (unnormalised) vectors, padding left out."""
         # the stubs type output_value=None as one dict; at runtime it is one dict per text
-        outputs: Any = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            output_value=None,
-            convert_to_numpy=False,
-            show_progress_bar=False,
-        )
+        with self._turns:
+            outputs: Any = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                output_value=None,
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
         found = []
         for out in outputs:
             mask = out["attention_mask"].cpu().numpy().astype(bool)
@@ -161,5 +170,6 @@ class SentenceTransformerEncoder(Encoder):
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        ids = self.model.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        with self._turns:
+            ids = self.model.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         return np.array([max(1, len(i)) for i in ids], dtype=np.float32)

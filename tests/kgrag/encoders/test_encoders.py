@@ -254,14 +254,15 @@ def test_onnx_threads_follow_omp_num_threads(monkeypatch):
     assert _threads_asked() == 0
 
 
-def test_onnx_encoder_serves_many_threads_at_once():
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+def test_an_encoder_serves_many_threads_at_once(runtime: str):
     """A server's workers and a write share one encoder. Token counts (no padding) and
     encodings (padded, truncated) from several threads at once all answer, each as it
     would alone. Without the tokenizer's lock some calls failed ("setting an array
     element with a sequence": another call had turned padding off meanwhile)."""
     import threading
 
-    encoder = load_encoder(MODEL, 8, "cpu", "onnx")
+    encoder = load_encoder(MODEL, 8, "cpu", runtime)
     texts = [("word " * (3 + 40 * (i % 5))).strip() + f" {i}" for i in range(24)]
     alone = {t: encoder.encode([t])[0] for t in texts}
     errors: list[BaseException] = []
