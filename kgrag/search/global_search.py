@@ -33,6 +33,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -53,6 +54,12 @@ class GlobalSettings:
     rating_weight: float = 0.05  # share of the score that follows the report rating (a tie-break)
     default_members: float = 16.0  # default level: coarsest with this mean size or less
     summary_reports: int = 5  # top reports the summary draws from
+    #: "passages": the query-focused map-reduce over the top communities' leaf sentences
+    #: (:mod:`kgrag.search.global_summary`, settings in ``passages``); "reports": MMR over
+    #: the report sentences (the settings below, down to ``stored_sentences``; the cache
+    #: serves both)
+    summary_from: Literal["passages", "reports"] = "passages"
+    passages: SummarySettings = SummarySettings()
     summary_sentences: int = 8
     summary_tokens: int = 250  # whitespace tokens, citation markers excluded
     mmr_lambda: float = 0.7  # relevance vs. novelty when picking summary sentences
@@ -65,10 +72,6 @@ class GlobalSettings:
     #: vectors); False encodes each on its own per query, as before (slower on fresh
     #: questions)
     stored_sentences: bool = True
-    #: "passages": the query-focused map-reduce over the top communities' leaf sentences
-    #: (:mod:`kgrag.search.global_summary`); "reports": MMR over the report sentences
-    summary_from: str = "passages"
-    passages: SummarySettings = SummarySettings()
 
 
 @dataclass(frozen=True, slots=True)
