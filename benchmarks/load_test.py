@@ -111,7 +111,8 @@ class Load:
         #: the writer's log: (indexVersion, "add"/"delete", doc id)
         self.writes: list[tuple[str, str, str]] = []
         self.ids = itertools.count(1)
-        #: the writer is still at work (past the deadline until --min-writes are done)
+        #: the writer is still at work (past the deadline, until --min-writes are done and
+        #: the write in flight has ended)
         self.writing = False
 
     def failed(self, op: str, kind: str, detail: str) -> None:
@@ -186,7 +187,7 @@ class Load:
         rng = random.Random(number)
         seed: str | None = None
         key = await self.session(client, f"reader-{number}-{rng.randrange(1 << 30)}")
-        while time.monotonic() < deadline or self.writing:
+        while time.monotonic() < deadline or self.short_of_writes():
             q = rng.choice(self.questions)
             if rng.random() < 0.1:
                 q = f"Who is the lighthouse keeper {MARK}?"
@@ -214,6 +215,10 @@ class Load:
                 if pinned:
                     params["indexVersion"] = pinned
                 await self.rpc(client, "explorer neighbors", "graph", params, key)
+
+    def short_of_writes(self) -> bool:
+        """The writer is still at work and short of ``--min-writes``: reads go on."""
+        return self.writing and len(self.writes) < self.args.min_writes
 
     async def writer(self, client: Any, deadline: float) -> None:
         key = await self.session(client, "writer")
