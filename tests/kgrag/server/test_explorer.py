@@ -400,6 +400,41 @@ def test_the_communities_view_pages_levels_members_and_passages(
     page.screenshot(path=tmp_path / "communities.png", full_page=True)
 
 
+def test_neighbours_are_asked_of_the_version_that_drew_them(
+    folders: dict[str, Path], page: Any, tmp_path: Path
+):
+    """A write publishes a new version after a drawing: expanding a drawn entity asks the
+    ``neighbors`` op of the drawing's ``indexVersion`` (the new version may no longer
+    hold its ids), and the neighbours are drawn."""
+    copy = tmp_path / "lab"
+    shutil.copytree(folders["lab"], copy)
+    g = Graphs.open([f"lab={copy}"])
+    try:
+        with Running(create_app(g, routes=explorer_routes())) as running:
+            engine = g.get("lab")
+            drawn = engine.index_version
+            page.goto(running.url + "/")
+            search(page, "Where was Marie Curie born?", "local")
+            expect(page.locator("#status")).to_contain_text(f"index {drawn}")
+            curie = [d.id for d in engine.reader.documents() if d.title == "Marie Curie"]
+            assert engine.delete(curie)["deleted"] == 1  # a new version, without her page
+            assert engine.index_version != drawn
+            asked: list[dict[str, Any]] = []
+
+            def seen(request: Any) -> None:
+                body = request.post_data_json if request.method == "POST" else None
+                if isinstance(body, dict) and body.get("method") == "graph":
+                    asked.append(body["params"])
+
+            page.on("request", seen)
+            page.locator("#canvas .node.entity").first.click()
+            expect(page.locator("#detail")).to_contain_text("neighbours added")
+            calls = [p for p in asked if p.get("op") == "neighbors"]
+            assert calls and all(p.get("indexVersion") == drawn for p in calls), asked
+    finally:
+        g.close()
+
+
 def test_global_search_shows_its_summary_with_the_communities_it_cites(
     server: Running, graphs: Graphs, page: Any, tmp_path: Path
 ):
