@@ -23,7 +23,8 @@ reports but from the passages under them:
 
 Every picked sentence keeps the community that offered it and the passage it is
 quoted from, and the summary lists them in the order of the communities' ranks, then
-of the passages, then of the sentences, so that it reads community by community.
+of the passages' closeness to the question, then of the sentences in the passage, so
+that it reads community by community, each from its closest passage on.
 Words are the full-text index's: lower-cased runs of letters and digits, stop words
 (scikit-learn's English list) and one-letter words left out.
 """
@@ -67,6 +68,7 @@ class Quote:
     community: str
     passage: str
     rank: int  # the community's rank among the top (0 best)
+    leaf: int  # its passage's rank among the community's leaves read (0 closest)
     sentence: int  # its index in the passage
     picked: int = -1  # the reduce step that picked it (0 first: the most telling)
 
@@ -105,7 +107,7 @@ def map_candidates(
     relevance: list[float] = []
     for rank, (c, leaves) in enumerate(zip(top, leaves_of, strict=True)):
         offered: list[tuple[float, Quote]] = []
-        for cid in leaves:
+        for leaf, cid in enumerate(leaves):
             passage = texts.get(cid)
             if passage is None:
                 continue
@@ -116,7 +118,7 @@ def map_candidates(
                 text = " ".join(passage.text[s.start : s.end].split())
                 if not settings.min_words <= len(text.split()) <= settings.max_words:
                     continue
-                offered.append((sim, Quote(text, c.id, cid, rank, s.index)))
+                offered.append((sim, Quote(text, c.id, cid, rank, leaf, s.index)))
         offered.sort(key=lambda sq: (-sq[0], sq[1].passage, sq[1].sentence))
         for sim, quote in offered[: settings.map_sentences]:
             seen.add((quote.passage, quote.sentence))
@@ -187,4 +189,4 @@ def reduce_quotes(
         covered |= words[best]
         used += lengths[best]
     chosen = [replace(quotes[i], picked=step) for step, i in enumerate(picked)]
-    return sorted(chosen, key=lambda q: (q.rank, q.passage, q.sentence))
+    return sorted(chosen, key=lambda q: (q.rank, q.leaf, q.sentence))
