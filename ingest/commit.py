@@ -14,9 +14,8 @@ import numpy as np
 
 from kgrag.rcp.fields import chunk_meta, infer_fields
 from kgrag.store import GraphStore, GraphWriter
+from kgrag.threads import give_back
 from kgrag.types import Chunk, Document
-
-from .progress import give_back
 
 
 def commit(

@@ -19,6 +19,7 @@ import numpy as np
 from kgrag.config import Config
 from kgrag.store import RECORD_KINDS, GraphStore, GraphWriter, open_store
 from kgrag.store.vectors import CodedMatrix, quantize
+from kgrag.threads import give_back
 from kgrag.types import Chunk, Community, Document
 
 from . import embed
@@ -29,7 +30,7 @@ from .extract import Extraction
 from .graph import graph_stats
 from .load import LoadResult, load_paths
 from .parse import LOCAL, Runner, build_encoder
-from .progress import PageBars, Stages, give_back
+from .progress import PageBars, Stages
 from .raptor import run_tree
 from .report import BuildReport, build_meta, fingerprint
 from .resolve import Resolution, resolve

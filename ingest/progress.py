@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from tqdm import tqdm
 
@@ -58,29 +56,6 @@ def resident_mib() -> float:
     mib = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
     _HIGHEST[0] = max(_HIGHEST[0], mib)
     return mib
-
-
-def give_back() -> None:
-    """Hand the allocator's free pages back to the system (glibc's ``malloc_trim``;
-    nothing elsewhere). Freeing the raw extraction of a large corpus leaves most of the
-    heap's pages free but kept: at 2,500 passages, 232 of the build's 506 MiB above the
-    models when the entity names are encoded (docs/benchmarks.md, "Memory of a build")."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not _TRIM:
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-            _TRIM.append(libc.malloc_trim)
-        except (OSError, AttributeError):  # not glibc
-            _TRIM.append(None)
-    return _TRIM[0]
-
-
-_TRIM: list[Any] = []
 
 
 def peak_mib() -> float:

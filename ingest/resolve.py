@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from kgrag.ids import content_id
+from kgrag.threads import give_back
 from kgrag.types import Entity, Mention, Sentence
 
 from .extract import CONCEPT_LABEL, TITLE_LABEL, Extraction
-from .progress import give_back
 from .relation_table import RelationTable
 from .synonyms import SynonymTable, synonym_pairs
 

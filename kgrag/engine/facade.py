@@ -20,6 +20,7 @@ from kgrag.errors import InvalidParams, NotFound
 from kgrag.rcp.sessions import Sessions
 from kgrag.retrieval.pipeline import Progress, Retriever
 from kgrag.store import GraphReader, GraphStore, open_store
+from kgrag.threads import give_back
 
 #: graph ops offered (RCP/1 §7.9)
 GRAPH_OPS = OPS
@@ -119,8 +120,6 @@ class Engine:
         for v in [v for v in self._used if v not in self._retrievers and v != current]:
             del self._used[v]
         if idle:
-            from ingest.progress import give_back
-
             give_back()
 
     def _feedback_unlocked(self) -> Any:
@@ -262,7 +261,6 @@ class Engine:
         (none when nothing changed); unpinned calls then serve it.
         """
         from ingest.incremental.update import apply_update, documents_from_params
-        from ingest.progress import give_back
 
         docs = documents_from_params(documents)
         try:
@@ -292,7 +290,6 @@ class Engine:
 
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
             raise InvalidParams("ids must be an array of strings", field="ids")
-        from ingest.progress import give_back
 
         try:
             if self.writer is not None:

@@ -209,9 +209,9 @@ def _serve(conn: _Pipes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from ingest.incremental.update import apply_update
-    from ingest.progress import give_back
     from kgrag.encoders import load_encoder
     from kgrag.store import open_store
+    from kgrag.threads import give_back
 
     location, config_json = conn.recv()
     base = Config.model_validate_json(config_json)

@@ -6,7 +6,8 @@ import platform
 
 import pytest
 
-from ingest.progress import _malloc_trim, give_back, peak_mib, resident_mib
+from ingest.progress import peak_mib, resident_mib
+from kgrag.threads import _malloc_trim, give_back
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc_trim only")
