@@ -32,11 +32,11 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/kgrag query --graph $(DEMO_GRAPH)-docs -k 3 --unit chunk \
 		"Which station is in Shetland, and when was it first lit?"
 
-# the suite in TEST_WORKERS processes (pytest-xdist; 0 runs it in this one); tests that
-# share a resource a second process must not touch carry the same xdist_group
+# the suite in TEST_WORKERS processes (pytest-xdist; 0 runs it in this one), a test file
+# to a process: a module's fixtures are made once, and its tests run in order
 TEST_WORKERS ?= 2
 test: install neo4j-build
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Neo4j 5 Community (from Maven Central) inside the project's launcher, neo4j/; JDK 17
 NEO4J_BUILT := neo4j/target/classes/kgrag/neo4j/Launcher.class

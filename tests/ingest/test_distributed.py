@@ -23,8 +23,6 @@ from kgrag.store.vectors import CODED_KINDS, within_a_code_step
 from tests.conftest import DATA, SCIENCE, small_config
 
 ray = pytest.importorskip("ray")
-#: one local Ray cluster at a time on this machine: the tests run in one process
-pytestmark = pytest.mark.xdist_group("ray")
 
 from ingest import ingest_paths  # noqa: E402
 from ingest.distributed import RayOptions  # noqa: E402
@@ -112,8 +110,9 @@ def test_without_ray_installed_the_flag_says_what_to_install(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    """A real local Ray cluster with two CPUs (two parse workers)."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    """A real local Ray cluster with two CPUs (two parse workers): a new one ("local"),
+    never one that another test's cluster left as the machine's latest."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
