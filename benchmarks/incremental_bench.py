@@ -50,7 +50,7 @@ def _add(args: argparse.Namespace) -> dict[str, float]:
     docs = load_paths([args.corpus]).documents
     step = max(1, len(docs) // args.n)
     picked = docs[::step][: args.n]
-    store = open_store(graph, keep_versions=config.store.keep_versions)
+    store = open_store(graph, **config.store.model_dump())
     m = config.models
     encoder = load_encoder(m.embedding, m.batch_size, m.device, m.runtime)
     encoder.encode(["warm-up"])

@@ -107,8 +107,7 @@ def build(
     stages = stages or Stages(False)
     store = open_store(
         graph_dir,
-        keep_versions=config.store.keep_versions,
-        ann_min_rows=config.store.ann_min_rows,
+        **config.store.model_dump(),
     )
     report = BuildReport(graph=str(graph_dir), index_version=store.current())
     docs = _merge(store, documents, delete)

@@ -227,7 +227,24 @@ class RetrievalConfig(_Section):
 
 class StoreConfig(_Section):
     keep_versions: int = Field(
-        3, ge=1, description="Published versions kept on disk; older ones are removed."
+        1,
+        ge=1,
+        description="The newest published versions always kept, whatever their age; the "
+        "older ones go by age and lease (retain_seconds, lease_seconds).",
+    )
+    retain_seconds: float = Field(
+        300.0,
+        ge=0,
+        description="A version superseded less than this many seconds ago stays stored "
+        "(calls that opened it finish on it); older ones are removed at the next publish "
+        "unless leased.",
+    )
+    lease_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="A call pinned to an indexVersion holds that version for this many "
+        "seconds from the call (each pinned call renews it); once the lease runs out and "
+        "the version is past retain_seconds, the next publish removes it (-32010).",
     )
     ann_min_rows: int = Field(
         50_000,

@@ -16,7 +16,7 @@ from typing import Any
 from kgrag.config import Config, RetrievalConfig
 from kgrag.encoders import Encoder, load_encoder
 from kgrag.engine.graph import OPS, GraphOps
-from kgrag.errors import InvalidParams, NotFound
+from kgrag.errors import InvalidParams, NotFound, VersionGone
 from kgrag.rcp.sessions import Sessions
 from kgrag.retrieval.pipeline import Progress, Retriever
 from kgrag.store import GraphReader, GraphStore, open_store
@@ -141,9 +141,17 @@ class Engine:
         return self.reader.index_version
 
     def _pinned(self, params: Any) -> Retriever:
-        """The retriever of the call's ``indexVersion`` (the latest when absent)."""
+        """The retriever of the call's ``indexVersion`` (the latest when absent). A pinned
+        call holds a lease on its version (:meth:`GraphStore.lease`): later writes keep
+        it until the lease runs out; a version no longer stored is refused (-32010)."""
         version = params.get("indexVersion") if isinstance(params, dict) else None
-        return self.retriever(version if isinstance(version, str) else None)
+        if not isinstance(version, str):
+            return self.retriever(None)
+        if not self.store.lease(version):
+            with self._lock:  # calls still on it finish; its reader goes with the last
+                self._retrievers.pop(version, None)
+            raise VersionGone(f"indexVersion {version!r} is no longer stored", indexVersion=version)
+        return self.retriever(version)
 
     def capabilities(self) -> dict[str, Any]:
         """The RCP/1 capabilities this graph offers (spec §6), transport aside."""
@@ -341,8 +349,7 @@ def open(  # noqa: A001 - the public name is kgrag.open
     config = config or Config()
     store = open_store(
         path,
-        keep_versions=config.store.keep_versions,
-        ann_min_rows=config.store.ann_min_rows,
+        **config.store.model_dump(),
     )
     reader = store.reader(index_version)
     models = reader.manifest.get("models", {})

@@ -227,11 +227,7 @@ def _serve(conn: _Pipes) -> None:
                 return
             try:
                 if store is None:
-                    store = open_store(
-                        location,
-                        keep_versions=base.store.keep_versions,
-                        ann_min_rows=base.store.ann_min_rows,
-                    )
+                    store = open_store(location, **base.store.model_dump())
                 manifest = store.manifest()
                 config = write_config(manifest, base)
                 model = manifest.get("models", {}).get("embedding", base.models.embedding)

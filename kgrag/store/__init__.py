@@ -4,11 +4,13 @@ and the Neo4j store for a ``neo4j://`` / ``bolt://`` URI."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.composed import FactParts
 from kgrag.store.folder.store import SQLiteGraphStore
 from kgrag.store.location import is_uri
+from kgrag.store.versions import Retention
 
 from .base import (
     GRAPHS,
@@ -24,15 +26,27 @@ from .base import (
 
 
 def open_store(
-    root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = ANN_MIN_ROWS
+    root: str | Path,
+    *,
+    keep_versions: int = Retention.keep,
+    ann_min_rows: int = ANN_MIN_ROWS,
+    retain_seconds: float = Retention.retain_seconds,
+    lease_seconds: float = Retention.lease_seconds,
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
-    (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`)."""
+    (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`). The keyword arguments are
+    :class:`~kgrag.config.StoreConfig`'s fields (``open_store(p, **c.store.model_dump())``)."""
+    options: dict[str, Any] = {
+        "keep_versions": keep_versions,
+        "ann_min_rows": ann_min_rows,
+        "retain_seconds": retain_seconds,
+        "lease_seconds": lease_seconds,
+    }
     if is_uri(root):
         from kgrag.store.neo4j.store import Neo4jGraphStore
 
-        return Neo4jGraphStore(str(root), keep_versions=keep_versions, ann_min_rows=ann_min_rows)
-    return SQLiteGraphStore(root, keep_versions=keep_versions, ann_min_rows=ann_min_rows)
+        return Neo4jGraphStore(str(root), **options)
+    return SQLiteGraphStore(root, **options)
 
 
 def copy_graph(
@@ -68,7 +82,7 @@ def copy_graph(
         meta = {
             k: v
             for k, v in reader.manifest.items()
-            if k not in ("indexVersion", "created", "counts")
+            if k not in ("indexVersion", "created", "counts", "superseded")
         }
         return w.commit(meta)
 

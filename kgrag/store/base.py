@@ -510,5 +510,10 @@ class GraphStore(ABC):
     def writer(self) -> GraphWriter:
         """Begin writing a new version."""
 
+    def lease(self, version: str) -> bool:
+        """Keep ``version`` stored for the store's lease time from now (a call pinned to
+        it renews the lease); False when it is no longer stored."""
+        return version in self.versions()
+
     def close(self) -> None:  # noqa: B027 - optional: a folder holds no connection
         """Release the store's connections (a folder holds none)."""

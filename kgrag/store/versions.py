@@ -1,13 +1,20 @@
 """What both stores do alike when a writer publishes a version: number it after
-every version there is, keep the newest ``keep_versions`` in the manifest, check a
-manifest is one this kgrag reads, and die at a named point for the crash tests."""
+every version there is, decide which older versions stay (:class:`Retention`: the
+newest few, those superseded a short while ago, and those a reader holds a lease on),
+check a manifest is one this kgrag reads, and die at a named point for the crash
+tests."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kgrag.errors import StoreError
@@ -47,17 +54,102 @@ def check_manifest(data: dict[str, Any], kind: str, where: str, not_ours: str) -
     return data
 
 
-def publish(manifest: dict[str, Any], version: str, meta: dict[str, Any], keep: int) -> list[str]:
-    """Make ``version`` (described by ``meta``) the latest of ``manifest``, keeping the
-    newest ``keep`` versions; the versions dropped from it, oldest first (the caller
-    deletes their data once the manifest is written)."""
-    versions = dict(manifest.get("versions", {}))
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """Which published versions a publish keeps besides the new one.
+
+    Retention is by age and lease, not by count: a version superseded less than
+    ``retain_seconds`` ago stays, and so does one a reader holds an unexpired lease on
+    (a call pinned to an ``indexVersion`` takes or renews one for ``lease_seconds``);
+    the newest ``keep`` versions stay whatever their age. The rest are dropped."""
+
+    keep: int = 1
+    retain_seconds: float = 300.0
+    lease_seconds: float = 600.0
+
+
+def publish(
+    manifest: dict[str, Any],
+    version: str,
+    meta: dict[str, Any],
+    retention: Retention,
+    leases: Mapping[str, float] | None = None,
+    now: float | None = None,
+) -> list[str]:
+    """Make ``version`` (described by ``meta``) the latest of ``manifest``; the older
+    versions that ``retention`` no longer keeps are dropped from it and returned, oldest
+    first (the caller deletes their data once the manifest is written). ``leases``:
+    version -> the time (``time.time()``) its lease runs out. Each version the new one
+    supersedes is stamped ``superseded`` (seconds since the epoch) the first time."""
+    now = time.time() if now is None else now
+    leases = leases or {}
+    versions = {k: dict(v) for k, v in manifest.get("versions", {}).items()}
+    for old in versions.values():
+        old.setdefault("superseded", now)
     versions[version] = meta
-    dropped = sorted(versions)[: max(0, len(versions) - keep)]
+    order = sorted(versions)
+    newest = set(order[-max(1, retention.keep) :])
+    dropped = [
+        v
+        for v in order
+        if v not in newest
+        and leases.get(v, 0.0) <= now
+        and now - float(versions[v]["superseded"]) >= retention.retain_seconds
+    ]
     for old in dropped:
         versions.pop(old)
     manifest.update(indexVersion=version, versions=versions)
     return dropped
+
+
+def renew_lease(folder: Path, version: str, seconds: float, now: float | None = None) -> None:
+    """Hold a lease on ``version`` for ``seconds`` from now in the lease folder
+    ``folder`` (one file a version holding the time it runs out); a lease with more
+    than half its time left is not written again, so a stream of pinned calls costs a
+    write a half-lease."""
+    now = time.time() if now is None else now
+    path = folder / version
+    with contextlib.suppress(OSError, ValueError):
+        if float(path.read_text(encoding="ascii")) - now > seconds / 2:
+            return
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{version}.{os.getpid()}.{threading.get_ident()}"
+    tmp.write_text(repr(now + seconds), encoding="ascii")
+    os.replace(tmp, path)
+
+
+def read_leases(folder: Path) -> dict[str, float]:
+    """The leases in ``folder``: version -> when it runs out (unreadable files skipped)."""
+    out: dict[str, float] = {}
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return out
+    for path in entries:
+        if not is_version(path.name):
+            continue
+        try:
+            out[path.name] = float(path.read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def drop_leases(folder: Path, keep: Iterable[str]) -> None:
+    """Remove the lease files of versions not in ``keep`` (they are gone), and what a
+    renewal killed before its rename left a minute ago or more."""
+    kept, now = set(keep), time.time()
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for path in entries:
+        name = path.name
+        with contextlib.suppress(OSError):
+            if is_version(name) and name not in kept:
+                path.unlink(missing_ok=True)
+            elif name.startswith(".") and now - path.stat().st_mtime > 60:
+                path.unlink(missing_ok=True)
 
 
 def crash_point(name: str) -> None:

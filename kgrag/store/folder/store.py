@@ -6,6 +6,7 @@ vector files per version, under one graph folder.
       .lock                    held by the one writer at a time
       versions/v000001/        graph.sqlite, vectors/ (kgrag.store.vectors), version.json
       versions/.tmp-*/         a version being written (removed if its writer died)
+      leases/vNNNNNN           a lease a pinned reader holds on an older version
 
 Publishing renames the finished folder into place and then replaces
 manifest.json with ``os.replace``; a process killed at any moment leaves the
@@ -52,9 +53,20 @@ from kgrag.store.vectors import (
     save_ids,
     vector_count,
 )
-from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
+from kgrag.store.versions import (
+    Retention,
+    check_manifest,
+    crash_point,
+    drop_leases,
+    new_manifest,
+    next_version,
+    publish,
+    read_leases,
+    renew_lease,
+)
 
 MANIFEST = "manifest.json"
+LEASES = "leases"
 FORMAT = "kgrag-graph"
 _CACHE_KIB = 256 << 10  # the writer's page cache: inserts by hashed id land all over a table
 
@@ -79,12 +91,20 @@ class SQLiteGraphStore(GraphStore):
     """A graph folder in the embedded format."""
 
     def __init__(
-        self, root: str | Path, *, keep_versions: int = 3, ann_min_rows: int = ANN_MIN_ROWS
+        self,
+        root: str | Path,
+        *,
+        keep_versions: int = 1,
+        ann_min_rows: int = ANN_MIN_ROWS,
+        retain_seconds: float = Retention.retain_seconds,
+        lease_seconds: float = Retention.lease_seconds,
     ) -> None:
         self.root = Path(root)
-        self.keep_versions = keep_versions
+        self.retention = Retention(keep_versions, retain_seconds, lease_seconds)
         self.ann_min_rows = ann_min_rows
-        self._current: tuple[tuple[int, int, int], str | None] | None = None
+        self._current: tuple[tuple[int, int, int], tuple[str | None, frozenset[str]]] | None = (
+            None
+        )
 
     def manifest(self) -> dict[str, Any]:
         path = self.root / MANIFEST
@@ -102,14 +122,35 @@ class SQLiteGraphStore(GraphStore):
     def current(self) -> str | None:
         """The published version, re-read only when the manifest file changed (every
         query asks; a publish replaces the file, so its inode changes)."""
+        latest = self._published()
+        return None if latest is None else latest[0]
+
+    def _published(self) -> tuple[str | None, frozenset[str]] | None:
+        """The latest version and the versions stored, from the manifest as it is now
+        (re-read only when the file changed); None when there is no manifest."""
         try:
             st = (self.root / MANIFEST).stat()
         except FileNotFoundError:
             return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._current is None or self._current[0] != key:
-            self._current = (key, self.manifest().get("indexVersion"))
+            manifest = self.manifest()
+            self._current = (
+                key,
+                (manifest.get("indexVersion"), frozenset(manifest.get("versions", {}))),
+            )
         return self._current[1]
+
+    def lease(self, version: str) -> bool:
+        """Hold (or renew) a lease on ``version`` for ``retention.lease_seconds``: no
+        publish removes it meanwhile. False when it is no longer stored. A read-only
+        folder takes no lease (no writer can publish there)."""
+        published = self._published()
+        if published is None or version not in published[1]:
+            return False
+        with contextlib.suppress(OSError):
+            renew_lease(self.root / LEASES, version, self.retention.lease_seconds)
+        return True
 
     def reader(self, version: str | None = None) -> SQLiteGraphReader:
         manifest = self.manifest()
@@ -167,14 +208,20 @@ class SQLiteGraphStore(GraphStore):
 
     def _publish(self, version: str, meta: dict[str, Any]) -> None:
         manifest = self.manifest() or new_manifest(FORMAT)
-        dropped = publish(manifest, version, meta, self.keep_versions)
+        leases = read_leases(self.root / LEASES)
+        dropped = publish(manifest, version, meta, self.retention, leases)
         tmp = self.root / f".{MANIFEST}.{uuid.uuid4().hex}"
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
         _fsync(tmp)
         os.replace(tmp, self.root / MANIFEST)
         _fsync(self.root)
-        for old in dropped:
+        crash_point("before-clean-up")
+        for old in dropped:  # a kill midway leaves folders the next writer removes
             shutil.rmtree(self.root / "versions" / old, ignore_errors=True)
+            crash_point("during-clean-up")
+        if dropped:
+            _fsync(self.root / "versions")
+        drop_leases(self.root / LEASES, manifest["versions"])
 
 
 class SQLiteGraphWriter(GraphWriter):
@@ -329,6 +376,9 @@ class SQLiteGraphWriter(GraphWriter):
         (self.folder / "version.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
         for path in [*self.folder.rglob("*")]:
             if path.is_file():
+                _fsync(path)
+        for path in [*self.folder.rglob("*"), self.folder]:  # their entries too
+            if path.is_dir():
                 _fsync(path)
         final = self.store.root / "versions" / version
         crash_point("before-rename")

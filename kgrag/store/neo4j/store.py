@@ -10,7 +10,8 @@ connection and its credentials: :mod:`.connection`.
 (:mod:`.upload`), waits for its indexes (:mod:`.indexes`), and then replaces the
 manifest in one transaction, so readers never see half a build, and a reader
 (:mod:`.reader`) pinned to a version keeps reading its labels until the version is
-collected (the oldest beyond ``keep_versions``). One writer at a time holds the
+collected (:class:`~kgrag.store.versions.Retention`: superseded a while ago and
+not leased; a lease is a ``:KgragLease`` node). One writer at a time holds the
 graph's lock, a property of its ``:KgragGraph`` node; the lock of a writer that died
 on this machine is taken over.
 """
@@ -41,7 +42,14 @@ from kgrag.store.neo4j.connection import Connection
 from kgrag.store.neo4j.model import FORMAT, LABELS, labels_of, version_tag
 from kgrag.store.neo4j.reader import Neo4jGraphReader
 from kgrag.store.neo4j.upload import upload
-from kgrag.store.versions import check_manifest, crash_point, new_manifest, next_version, publish
+from kgrag.store.versions import (
+    Retention,
+    check_manifest,
+    crash_point,
+    new_manifest,
+    next_version,
+    publish,
+)
 
 
 class Neo4jGraphStore(GraphStore):
@@ -51,12 +59,14 @@ class Neo4jGraphStore(GraphStore):
         self,
         location: str,
         *,
-        keep_versions: int = 3,
+        keep_versions: int = 1,
         ann_min_rows: int = ANN_MIN_ROWS,
+        retain_seconds: float = Retention.retain_seconds,
+        lease_seconds: float = Retention.lease_seconds,
         driver: Any = None,
     ) -> None:
         self.location = Location.parse(location)
-        self.keep_versions = keep_versions
+        self.retention = Retention(keep_versions, retain_seconds, lease_seconds)
         #: kinds of at least this many rows carry product-quantised codes
         #: (``kgrag.nearest``; 0: none)
         self.ann_min_rows = ann_min_rows
@@ -107,6 +117,38 @@ class Neo4jGraphStore(GraphStore):
 
     def writer(self) -> Neo4jGraphWriter:
         return Neo4jGraphWriter(self)
+
+    def lease(self, version: str) -> bool:
+        """Hold (or renew) a lease on ``version``: a ``:KgragLease`` node of the graph
+        whose ``expires`` (seconds since the epoch) no publish passes over; renewed
+        only when less than half of it is left."""
+        if version not in self.versions():
+            return False
+        now, seconds = time.time(), self.retention.lease_seconds
+        self.connection.run(
+            "MERGE (l:KgragLease {graph: $name, version: $version}) "
+            "WITH l WHERE coalesce(l.expires, 0.0) - $now <= $half "
+            "SET l.expires = $expires",
+            name=self.name,
+            version=version,
+            now=now,
+            half=seconds / 2,
+            expires=now + seconds,
+        )
+        return True
+
+    def _leases(self) -> dict[str, float]:
+        found = self.connection.run(
+            "MATCH (l:KgragLease {graph: $name}) RETURN l.version, l.expires", name=self.name
+        )
+        return {str(v): float(e or 0.0) for v, e in found}
+
+    def _drop_leases(self, versions: Iterable[str]) -> None:
+        self.connection.run(
+            "MATCH (l:KgragLease {graph: $name}) WHERE l.version IN $gone DETACH DELETE l",
+            name=self.name,
+            gone=list(versions),
+        )
 
     # -- used by the writer -----------------------------------------------------------
 
@@ -238,7 +280,7 @@ class Neo4jGraphWriter(GraphWriter):
         with self._stage.reader(staged) as reader:
             version_meta["counts"] = reader.counts()
         crash_point("neo4j-before-publish")  # uploaded, not published
-        dropped = publish(manifest, version, version_meta, store.keep_versions)
+        dropped = publish(manifest, version, version_meta, store.retention, store._leases())
         done = store.connection.run(
             "MATCH (g:KgragGraph {name: $name}) WHERE g.writer = $token "
             "SET g.manifest = $manifest RETURN count(g)",
@@ -250,6 +292,8 @@ class Neo4jGraphWriter(GraphWriter):
             raise StoreError(f"{store.location.uri}/{store.name}: lost the writer lock")
         for old in dropped:
             store._drop(old)
+        if dropped:
+            store._drop_leases(dropped)
         self._finish()
         return version
 

@@ -10,7 +10,7 @@ import pytest
 import kgrag
 from ingest import build
 from ingest.load import load_paths
-from kgrag.config import load_config
+from kgrag.config import Config, load_config
 from kgrag.errors import InvalidParams, ModelError, Unsupported, VersionGone
 from tests.conftest import SCIENCE
 
@@ -94,3 +94,28 @@ def test_an_older_version_no_call_asks_for_is_let_go(
         assert first not in engine._retrievers and latest["indexVersion"] != first
         again = engine.retrieve({"query": "comet", "k": 1, "indexVersion": first})
         assert again["hits"] == pinned["hits"]  # opened again on request
+
+
+def test_a_pinned_call_holds_its_version_through_writes_until_the_lease_runs_out(
+    science_graph: Path, tmp_path: Path
+):
+    folder = tmp_path / "science"
+    shutil.copytree(science_graph, folder)
+    config = Config(store={"retain_seconds": 0, "lease_seconds": 600})
+    with kgrag.open(folder, config=config) as engine:
+        first = engine.index_version
+        params = {"query": "comet", "k": 2, "indexVersion": first}
+        pinned = engine.retrieve(params)
+        for i in range(3):
+            engine.add([{"id": f"lease-{i}", "text": f"The Vela probe {i} met the comet Tempel."}])
+            assert engine.retrieve(params)["hits"] == pinned["hits"]
+        assert engine.store.versions() == [first, engine.index_version]  # the others went
+        lease = folder / "leases" / first
+        lease.write_text(repr(float(lease.read_text()) - 601))  # as if 600 s had passed
+        engine.add([{"id": "lease-last", "text": "The Vela probe met the comet Halley."}])
+        assert first not in engine.store.versions()
+        with pytest.raises(VersionGone) as err:
+            engine.retrieve(params)
+        assert err.value.code == -32010
+        with pytest.raises(VersionGone):
+            engine.graph({"op": "local", "query": "comet", "indexVersion": first})

@@ -158,7 +158,7 @@ def test_the_base_writer_stores_the_composed_rows(folder_store):
 
 
 def test_parts_that_do_not_fit_the_version_publish_nothing(tmp_path):
-    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2, retain_seconds=0)
     three = normalise(RNG.normal(size=(3, 4)))
     with store.writer() as w, pytest.raises(StoreError, match="composed of 2 entities, 3 stored"):
         w.add_vectors("entities", ["e:d", "e:v", "e:x"], three)
@@ -171,4 +171,4 @@ def test_parts_that_do_not_fit_the_version_publish_nothing(tmp_path):
 
 @pytest.fixture
 def folder_store(tmp_path):
-    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2, retain_seconds=0)

@@ -464,7 +464,7 @@ def test_the_quantised_search_runs_in_the_database(science_graph, neo4j_uri):
 
     location = f"{neo4j_uri}/coded"
     # (a kind of a dozen rows has too few distinct vectors for 16 centroids a code)
-    target = open_store(location, keep_versions=1, ann_min_rows=50)
+    target = open_store(location, keep_versions=1, retain_seconds=0, ann_min_rows=50)
     a = open_store(science_graph).reader()
     try:
         first = copy_graph(a, target)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import uuid
 from dataclasses import replace
 
@@ -20,6 +21,7 @@ from kgrag.search.stats import (
 )
 from kgrag.store import GraphWriter, SQLiteGraphStore
 from kgrag.store.vectors import dequantize, quantize
+from kgrag.store.versions import Retention
 from kgrag.types import (
     Chunk,
     Community,
@@ -35,14 +37,14 @@ from kgrag.types import (
 
 
 def _sqlite(request, tmp_path):
-    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2, retain_seconds=0)
 
 
 def _neo4j(request, tmp_path):
     from kgrag.store.neo4j.store import Neo4jGraphStore
 
     uri = request.getfixturevalue("neo4j_uri")
-    return Neo4jGraphStore(f"{uri}/t{uuid.uuid4().hex[:12]}", keep_versions=2)
+    return Neo4jGraphStore(f"{uri}/t{uuid.uuid4().hex[:12]}", keep_versions=2, retain_seconds=0)
 
 
 STORES = [pytest.param(_sqlite, id="sqlite"), pytest.param(_neo4j, id="neo4j")]
@@ -58,7 +60,7 @@ def store(request, tmp_path):
 @pytest.fixture
 def folder_store(tmp_path):
     """The embedded store, for what only a folder has (its files)."""
-    return SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    return SQLiteGraphStore(tmp_path / "g", keep_versions=2, retain_seconds=0)
 
 
 def _leftovers(store) -> list[str]:
@@ -171,6 +173,68 @@ def test_a_pinned_reader_keeps_its_version_and_old_versions_are_pruned(store):
     with pytest.raises(VersionGone) as err:
         store.reader(v1)
     assert err.value.code == -32010
+
+
+def test_a_leased_version_outlives_a_hundred_writes_until_its_lease_runs_out(folder_store):
+    store = folder_store
+    store.retention = Retention(keep=1, retain_seconds=0.0, lease_seconds=1.5)
+    v1 = _write(store, "1")
+    assert store.lease(v1)
+    latest = v1
+    for i in range(100):
+        latest = _write(store, f"w{i}")
+        assert store.lease(v1)  # a pinned caller asking again renews nothing yet
+    assert store.versions() == [v1, latest]  # the unleased ones went at each publish
+    assert sorted(p.name for p in (store.root / "versions").iterdir()) == [v1, latest]
+    with store.reader(v1) as pinned:
+        assert "Sea1" in pinned.chunks(["c:1"])[0].text
+    time.sleep(1.6)  # the lease runs out; the next publish removes the version
+    last = _write(store, "last")
+    assert store.versions() == [last]
+    assert not store.lease(v1)
+    with pytest.raises(VersionGone) as err:
+        store.reader(v1)
+    assert err.value.code == -32010
+    assert [p.name for p in (store.root / "leases").iterdir()] == []  # its lease went too
+
+
+def test_a_superseded_version_stays_for_its_retention_time(folder_store):
+    store = folder_store
+    store.retention = Retention(keep=1, retain_seconds=1.0, lease_seconds=60.0)
+    v1 = _write(store, "1")
+    v2 = _write(store, "2")
+    v3 = _write(store, "3")
+    assert store.versions() == [v1, v2, v3]  # superseded less than a second ago
+    manifest = store.manifest()["versions"]
+    assert manifest[v1]["superseded"] <= manifest[v2]["superseded"]
+    assert "superseded" not in manifest[v3]
+    time.sleep(1.1)
+    v4 = _write(store, "4")
+    assert store.versions() == [v3, v4]  # v3 was superseded only now
+
+
+def test_a_lease_in_neo4j_keeps_its_version(neo4j_uri):
+    from kgrag.store.neo4j.store import Neo4jGraphStore
+
+    store = Neo4jGraphStore(
+        f"{neo4j_uri}/t{uuid.uuid4().hex[:12]}", keep_versions=1, retain_seconds=0, lease_seconds=300
+    )
+    v1 = _write(store, "1")
+    assert store.lease(v1)
+    v2 = _write(store, "2")
+    v3 = _write(store, "3")
+    assert store.versions() == [v1, v3]
+    with store.reader(v1) as pinned:
+        assert "Sea1" in pinned.chunks(["c:1"])[0].text
+    assert set(store._leases()) == {v1}
+    store.connection.run(  # as if its 300 s had passed
+        "MATCH (l:KgragLease {graph: $name}) SET l.expires = l.expires - 301", name=store.name
+    )
+    v4 = _write(store, "4")
+    assert store.versions() == [v4] and v2 not in store._tags_written()
+    assert not store.lease(v1) and store._leases() == {}
+    with pytest.raises(VersionGone):
+        store.reader(v1)
 
 
 def test_an_aborted_write_publishes_nothing(store):
@@ -366,7 +430,7 @@ def test_vectors_added_in_blocks_are_the_vectors_stored(tmp_path):
     ids = [f"c:1#{i}" for i in range(7)]
     stored = {}
     for name, joined in (("folder", False), ("base", True)):
-        store = SQLiteGraphStore(tmp_path / name, keep_versions=2)
+        store = SQLiteGraphStore(tmp_path / name, keep_versions=2, retain_seconds=0)
         with store.writer() as w:
             for kind, batch in _records().items():
                 w.add(kind, batch)
@@ -380,7 +444,7 @@ def test_vectors_added_in_blocks_are_the_vectors_stored(tmp_path):
             stored[name] = np.asarray(got)
     assert np.array_equal(stored["folder"], stored["base"])
     assert np.array_equal(stored["folder"], dequantize(*quantize(matrix)))
-    store = SQLiteGraphStore(tmp_path / "bad", keep_versions=2)
+    store = SQLiteGraphStore(tmp_path / "bad", keep_versions=2, retain_seconds=0)
     for bad, message in (([matrix[:, :3]], "sentences: a block of shape"), ([matrix[:5]], "7 ids")):
         with store.writer() as w, pytest.raises(StoreError, match=message):
             w.add_vector_blocks("sentences", ids, 4, bad)
@@ -391,7 +455,7 @@ def test_vectors_filled_in_place_are_the_vectors_stored(tmp_path):
     """The folder writer's ``vectors_to_fill``: a matrix written in blocks into the
     version's own file reads back as ``add_vectors`` would have stored it, and the
     secondary indexes made at commit answer the queries that use them."""
-    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2)
+    store = SQLiteGraphStore(tmp_path / "g", keep_versions=2, retain_seconds=0)
     matrix = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
     with store.writer() as w:
         for kind, batch in _records().items():
