@@ -10,7 +10,7 @@ from kgrag.store.ann import ANN_MIN_ROWS
 from kgrag.store.composed import FactParts
 from kgrag.store.folder.store import SQLiteGraphStore
 from kgrag.store.location import is_uri
-from kgrag.store.versions import Retention
+from kgrag.store.versions import KEEP, LEASE_SECONDS, RETAIN_SECONDS
 
 from .base import (
     GRAPHS,
@@ -28,10 +28,10 @@ from .base import (
 def open_store(
     root: str | Path,
     *,
-    keep_versions: int = Retention.keep,
+    keep_versions: int = KEEP,
     ann_min_rows: int = ANN_MIN_ROWS,
-    retain_seconds: float = Retention.retain_seconds,
-    lease_seconds: float = Retention.lease_seconds,
+    retain_seconds: float = RETAIN_SECONDS,
+    lease_seconds: float = LEASE_SECONDS,
 ) -> GraphStore:
     """The graph folder ``root`` (it need not exist yet), or the graph a Neo4j URI names
     (``neo4j://HOST:PORT/NAME``; :mod:`kgrag.store.neo4j`). The keyword arguments are

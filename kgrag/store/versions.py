@@ -54,6 +54,10 @@ def check_manifest(data: dict[str, Any], kind: str, where: str, not_ours: str) -
     return data
 
 
+#: the defaults of :class:`Retention` (and of ``StoreConfig``)
+KEEP, RETAIN_SECONDS, LEASE_SECONDS = 1, 300.0, 600.0
+
+
 @dataclass(frozen=True, slots=True)
 class Retention:
     """Which published versions a publish keeps besides the new one.
@@ -63,9 +67,9 @@ class Retention:
     (a call pinned to an ``indexVersion`` takes or renews one for ``lease_seconds``);
     the newest ``keep`` versions stay whatever their age. The rest are dropped."""
 
-    keep: int = 1
-    retain_seconds: float = 300.0
-    lease_seconds: float = 600.0
+    keep: int = KEEP
+    retain_seconds: float = RETAIN_SECONDS
+    lease_seconds: float = LEASE_SECONDS
 
 
 def publish(
@@ -146,9 +150,12 @@ def drop_leases(folder: Path, keep: Iterable[str]) -> None:
     for path in entries:
         name = path.name
         with contextlib.suppress(OSError):
-            if is_version(name) and name not in kept:
-                path.unlink(missing_ok=True)
-            elif name.startswith(".") and now - path.stat().st_mtime > 60:
+            if (
+                is_version(name)
+                and name not in kept
+                or name.startswith(".")
+                and now - path.stat().st_mtime > 60
+            ):
                 path.unlink(missing_ok=True)
 
 

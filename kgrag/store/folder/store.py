@@ -54,6 +54,8 @@ from kgrag.store.vectors import (
     vector_count,
 )
 from kgrag.store.versions import (
+    LEASE_SECONDS,
+    RETAIN_SECONDS,
     Retention,
     check_manifest,
     crash_point,
@@ -96,15 +98,13 @@ class SQLiteGraphStore(GraphStore):
         *,
         keep_versions: int = 1,
         ann_min_rows: int = ANN_MIN_ROWS,
-        retain_seconds: float = Retention.retain_seconds,
-        lease_seconds: float = Retention.lease_seconds,
+        retain_seconds: float = RETAIN_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.root = Path(root)
         self.retention = Retention(keep_versions, retain_seconds, lease_seconds)
         self.ann_min_rows = ann_min_rows
-        self._current: tuple[tuple[int, int, int], tuple[str | None, frozenset[str]]] | None = (
-            None
-        )
+        self._current: tuple[tuple[int, int, int], tuple[str | None, frozenset[str]]] | None = None
 
     def manifest(self) -> dict[str, Any]:
         path = self.root / MANIFEST

@@ -43,6 +43,8 @@ from kgrag.store.neo4j.model import FORMAT, LABELS, labels_of, version_tag
 from kgrag.store.neo4j.reader import Neo4jGraphReader
 from kgrag.store.neo4j.upload import upload
 from kgrag.store.versions import (
+    LEASE_SECONDS,
+    RETAIN_SECONDS,
     Retention,
     check_manifest,
     crash_point,
@@ -61,8 +63,8 @@ class Neo4jGraphStore(GraphStore):
         *,
         keep_versions: int = 1,
         ann_min_rows: int = ANN_MIN_ROWS,
-        retain_seconds: float = Retention.retain_seconds,
-        lease_seconds: float = Retention.lease_seconds,
+        retain_seconds: float = RETAIN_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
         driver: Any = None,
     ) -> None:
         self.location = Location.parse(location)

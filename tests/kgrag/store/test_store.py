@@ -217,7 +217,10 @@ def test_a_lease_in_neo4j_keeps_its_version(neo4j_uri):
     from kgrag.store.neo4j.store import Neo4jGraphStore
 
     store = Neo4jGraphStore(
-        f"{neo4j_uri}/t{uuid.uuid4().hex[:12]}", keep_versions=1, retain_seconds=0, lease_seconds=300
+        f"{neo4j_uri}/t{uuid.uuid4().hex[:12]}",
+        keep_versions=1,
+        retain_seconds=0,
+        lease_seconds=300,
     )
     v1 = _write(store, "1")
     assert store.lease(v1)
