@@ -58,6 +58,19 @@ def _add_ingest(sub: Any) -> None:
         action="store_true",
         help="remove the documents of files no longer in the folders given",
     )
+    ing.add_argument(
+        "--watch",
+        action="store_true",
+        help="after the ingest, keep the graph in step with the paths: each new, edited "
+        "or removed file becomes one small write, a line per change (Ctrl-C or SIGTERM stops)",
+    )
+    ing.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="with --watch: how often to look at the files (default 1)",
+    )
     ing.add_argument("--config", help="JSON config file (see kgrag/config.py)")
     ing.add_argument("--quiet", action="store_true", help="no progress bars")
     ing.add_argument(
@@ -150,6 +163,8 @@ def _ingest(args: argparse.Namespace) -> int:
     from kgrag.engine import ingest
 
     config = load_config(args.config)
+    if args.watch:
+        return _watch(args, config)
     report = ingest(
         args.paths,
         args.graph,
@@ -165,6 +180,30 @@ def _ingest(args: argparse.Namespace) -> int:
         print(f"kgrag: error: {err.path}: {err.reason}", file=sys.stderr)
     print(report.summary())
     return EXIT_INPUT_FAILED if report.errors else EXIT_OK
+
+
+def _watch(args: argparse.Namespace, config: Any) -> int:
+    """``kgrag ingest --watch``: a line per change on stdout until Ctrl-C or SIGTERM."""
+    import contextlib
+    import signal
+    import threading
+
+    from kgrag.engine import watch
+
+    if args.ray is not None or args.ray_workers is not None:
+        raise InvalidParams("--watch writes each change here; it takes no --ray", field="ray")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop between changes
+        watch(
+            args.paths,
+            args.graph,
+            config,
+            interval=args.interval,
+            on_change=lambda change: print(change, flush=True),
+            stop=stop,
+        )
+    return EXIT_OK
 
 
 def _query(args: argparse.Namespace) -> int:

@@ -21,12 +21,14 @@ from .admin import (
     is_graph_uri,
     load_documents,
     uri_graph_name,
+    watch,
 )
 from .facade import GRAPH_OPS, Engine, open
 from .graph import MAX_DEPTH, MAX_HOPS
 
 __all__ = [
     "GRAPH_OPS",
+    "watch",
     "LOCAL_UNITS",
     "MAX_DEPTH",
     "MAX_HOPS",

@@ -8,7 +8,8 @@ and the stores through these, as they reach the read side through
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,25 @@ def ingest(
             raise InvalidParams("ray_workers must be at least 1", field="ray_workers")
         options = RayOptions(address=ray or "auto", workers=ray_workers)
     return ingest_paths(paths, graph, config, progress=progress, prune=prune, ray=options)
+
+
+def watch(
+    paths: Sequence[str | Path],
+    graph: str | Path,
+    config: Config | None = None,
+    *,
+    interval: float = 1.0,
+    on_change: Callable[[Any], None] = print,
+    stop: threading.Event | None = None,
+) -> None:
+    """Ingest ``paths`` into ``graph``, then keep the graph in step with them (new,
+    edited and removed files become one small write each, told to ``on_change``) until
+    ``stop`` is set (:func:`ingest.watch.watch`)."""
+    from ingest.watch import watch as run
+
+    if interval <= 0:
+        raise InvalidParams("the watch interval must be positive", field="interval")
+    run(paths, graph, config, interval=interval, on_change=on_change, stop=stop)
 
 
 def load_documents(paths: Sequence[str | Path]) -> LoadResult:
