@@ -198,6 +198,38 @@ def test_a_leased_version_outlives_a_hundred_writes_until_its_lease_runs_out(fol
     assert [p.name for p in (store.root / "leases").iterdir()] == []  # its lease went too
 
 
+@pytest.mark.parametrize("point", ["before-clean-up", "during-clean-up"])
+def test_a_writer_killed_while_cleaning_up_leaves_the_new_version_whole(folder_store, point):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    store = folder_store
+    store.retention = Retention(keep=1, retain_seconds=3600.0)
+    old = [_write(store, "1"), _write(store, "2")]
+    script = (
+        "import sys\n"
+        "from kgrag.store import SQLiteGraphStore\n"
+        "from tests.kgrag.store.test_store import _write\n"
+        "_write(SQLiteGraphStore(sys.argv[1], keep_versions=1, retain_seconds=0), 'new')\n"
+    )
+    env = dict(os.environ, KGRAG_CRASH_AT=point)
+    done = subprocess.run([sys.executable, "-c", script, str(store.root)], env=env, cwd=ROOT)
+    assert done.returncode == -9  # killed at the point
+    new = store.current()
+    assert new not in old and store.versions() == [new]  # published before the clean-up
+    left = sorted(p.name for p in (store.root / "versions").iterdir())
+    assert left == (old + [new] if point == "before-clean-up" else [old[1], new])
+    with store.reader() as reader:
+        assert "Seanew" in reader.chunks(["c:1"])[0].text
+    with pytest.raises(VersionGone):
+        store.reader(old[1])
+    _write(store, "after")  # the next writer removes what the dead one left
+    assert len(list((store.root / "versions").iterdir())) == 2
+
+
 def test_a_superseded_version_stays_for_its_retention_time(folder_store):
     store = folder_store
     store.retention = Retention(keep=1, retain_seconds=1.0, lease_seconds=60.0)
