@@ -3,6 +3,7 @@ local MiniLM weights, so the cross-encoder rerank path runs with nothing downloa
 
 from __future__ import annotations
 
+import os
 import random
 import warnings
 from pathlib import Path
@@ -158,8 +159,18 @@ def _train_cross_encoder(out: Path) -> None:
 
 @pytest.fixture(scope="session")
 def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("models") / "tiny-cross-encoder"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # old_fit's renamed max_length
-        _train_cross_encoder(out)
+    """The tiny cross-encoder, trained once per run: under pytest-xdist the workers share
+    the run's temporary root, and the first to take the lock trains it for all."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the run's root, above each worker's folder
+    out = root / "tiny-cross-encoder"
+    with FileLock(str(root / "tiny-cross-encoder.lock")):
+        if not (out / "done").exists():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # old_fit's max_length
+                _train_cross_encoder(out)
+            (out / "done").touch()
     return out
