@@ -25,7 +25,7 @@ from kgrag.types import Entity, Mention, Sentence
 
 from .extract import CONCEPT_LABEL, TITLE_LABEL, Extraction
 from .relation_table import RelationTable
-from .synonyms import SynonymTable, synonym_pairs
+from .synonyms import SynonymTable, stored_form, synonym_pairs
 
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -102,7 +102,10 @@ def resolve(
     if release:
         give_back()  # the raw extraction's pages, before the names' matrix is made
     vectors = encode([e.name for e in entities]) if entities else np.zeros((0, 1), np.float32)
-    synonyms = synonym_pairs([e.id for e in entities], vectors, synonym_threshold, synonym_k)
+    # scored on the vectors as stored, as a write that grows the graph reads them
+    synonyms = synonym_pairs(
+        [e.id for e in entities], stored_form(vectors), synonym_threshold, synonym_k
+    )
     return Resolution(entities, mentions, relations, sentences, synonyms, vectors)
 
 

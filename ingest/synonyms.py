@@ -79,16 +79,112 @@ def synonym_pairs(
     if not found_i or not sum(len(x) for x in found_i):
         return empty
     i, j = np.concatenate(found_i).astype(np.int64), np.concatenate(found_j).astype(np.int64)
-    score = np.concatenate(found_s)
     del found_i, found_j, found_s
     rank = _ranks(ids)
-    # each pair once, its ends ordered by id, the last score found for it kept
+    # each pair once, its ends ordered by id
     swap = rank[i] > rank[j]
     a, b = np.where(swap, j, i), np.where(swap, i, j)
     key = rank[a] * np.int64(n) + rank[b]
-    _, last = np.unique(key[::-1], return_index=True)  # sorted by key: by (src, dst) id
-    keep = len(key) - 1 - last
-    return SynonymTable(ids, a[keep], b[keep], score[keep])
+    _, first = np.unique(key, return_index=True)  # sorted by key: by (src, dst) id
+    a, b = a[first], b[first]
+    return SynonymTable(ids, a, b, pair_scores(vectors, a, b))
+
+
+def stored_form(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as a version stores and reads them (int8 codes and a scale a row,
+    :mod:`kgrag.store.vectors`): synonymy is scored on these, so that a graph grown by
+    writes, which reads its stored vectors, scores a pair as a build does."""
+    from kgrag.store.vectors import dequantize, quantize
+
+    if not len(vectors):
+        return np.asarray(vectors, dtype=np.float32)
+    return dequantize(*quantize(np.asarray(vectors, dtype=np.float32)))
+
+
+def pair_scores(vectors: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The cosine of each pair (rows ``a[i]``, ``b[i]``), one pair at a time in float64:
+    the same number whichever block or batch the pair was found in."""
+    out = np.empty(len(a), dtype=np.float64)
+    for lo in range(0, len(a), _BLOCK):
+        x = vectors[a[lo : lo + _BLOCK]].astype(np.float64)
+        y = vectors[b[lo : lo + _BLOCK]].astype(np.float64)
+        out[lo : lo + _BLOCK] = np.einsum("ij,ij->i", x, y)
+    return out
+
+
+def top_of(vectors: np.ndarray, rows: np.ndarray, k: int) -> _Top:
+    """The exact top ``k`` of each of ``rows`` among all rows but itself, as
+    :func:`_exact_top` finds them for every row."""
+    rows = np.asarray(rows, dtype=np.int64)
+    sims = vectors[rows] @ vectors.T
+    sims[np.arange(len(rows)), rows] = -1.0
+    top = _top_k(sims, k)
+    return rows, top, sims[np.arange(len(rows))[:, None], top]
+
+
+def _top_k(sims: np.ndarray, k: int) -> np.ndarray:
+    """The columns of each row's ``k`` largest similarities, ties at the k-th broken by
+    the lower column: the same columns however the rows were batched (``argpartition``
+    alone picks among ties by where they fall)."""
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    kth = sims[np.arange(len(sims))[:, None], top].min(axis=1)
+    tied = np.nonzero((sims >= kth[:, None]).sum(axis=1) > k)[0]
+    for r in tied.tolist():  # rare: equal vectors, or equal cosines to the row
+        row = sims[r]
+        order = np.lexsort((np.arange(len(row)), -row))
+        top[r] = order[:k]
+    return top
+
+
+def repair_synonyms(
+    stored: Sequence[Synonym],
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    changed: Sequence[str],
+    threshold: float,
+    k: int,
+) -> list[Synonym]:
+    """The synonymy pairs :func:`synonym_pairs` would find over ``ids`` (sorted) and
+    their stored-form ``vectors``, from the pairs ``stored`` of the version before:
+    ``changed`` are the entities new since then or whose edges changed (deletions'
+    partners among them). A pair can only appear or go where one end's top ``k`` holds
+    a changed entity above the threshold, so the top ``k`` of the changed entities, of
+    every entity above the threshold to a new one, and of their partners are computed
+    again; every other stored pair stands."""
+    n = len(ids)
+    pos = {e: i for i, e in enumerate(ids)}
+    pairs = {(s.src, s.dst): s for s in stored if s.src in pos and s.dst in pos}
+    k = min(k, n - 1)
+    if k <= 0:
+        return [pairs[key] for key in sorted(pairs)]
+    focus = {pos[e] for e in changed if e in pos}
+    near = np.zeros(n, dtype=bool)
+    rows = np.array(sorted(focus), dtype=np.int64)
+    for lo in range(0, len(rows), _BLOCK):  # who may hold a changed entity in its top k
+        sims = vectors[rows[lo : lo + _BLOCK]] @ vectors.T
+        near |= (sims >= threshold).any(axis=0)
+    focus |= set(np.nonzero(near)[0].tolist())
+    names = {ids[r] for r in focus}
+    partners = {x for key in pairs if names & set(key) for x in key}
+    again = np.array(sorted(focus | {pos[e] for e in partners}), dtype=np.int64)
+    for key in [key for key in pairs if names & set(key)]:
+        del pairs[key]  # found again below if it still holds
+    found_a, found_b = [], []
+    for lo in range(0, len(again), _BLOCK):
+        r, top, sims = top_of(vectors, again[lo : lo + _BLOCK], k)
+        i, j = np.nonzero(sims >= threshold)
+        found_a.append(r[i])
+        found_b.append(top[i, j])
+    a = np.concatenate(found_a) if found_a else np.zeros(0, np.int64)
+    b = np.concatenate(found_b) if found_b else np.zeros(0, np.int64)
+    a, b = np.minimum(a, b), np.maximum(a, b)  # ids are sorted: rows order them
+    fresh = sorted({(int(x), int(y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)})
+    fa = np.array([x for x, _ in fresh], dtype=np.int64)
+    fb = np.array([y for _, y in fresh], dtype=np.int64)
+    for x, y, score in zip(fa.tolist(), fb.tolist(), pair_scores(vectors, fa, fb), strict=True):
+        key = (ids[x], ids[y])
+        pairs.setdefault(key, Synonym(key[0], key[1], round(float(score), 6)))
+    return [pairs[key] for key in sorted(pairs)]
 
 
 def _ranks(ids: Sequence[str]) -> np.ndarray:
@@ -110,7 +206,7 @@ def _exact_top(vectors: np.ndarray, k: int) -> Iterator[_Top]:
         sims = vectors[start : start + block] @ vectors.T
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -1.0
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        top = _top_k(sims, k)
         yield rows + start, top, sims[rows[:, None], top]
 
 

@@ -17,13 +17,13 @@ from ingest.incremental.communities import repair_communities
 from ingest.incremental.tree import repair_tree
 from ingest.raptor import run_tree
 from ingest.resolve import Resolution
+from ingest.synonyms import repair_synonyms, stored_form
 from kgrag.config import Config
 from kgrag.ids import sentence_id
 from kgrag.store import VECTOR_KINDS, GraphReader
 from kgrag.types import Chunk, Community, Entity, Mention, Relation, Sentence, Synonym, TreeNode
 
 Encode = Callable[[list[str]], np.ndarray]
-_BLOCK = 2048
 
 
 @dataclass(slots=True)
@@ -128,10 +128,20 @@ def merge(
     entities, new_vecs = _merge_entities(kept, res)
     rels = _merge_relations(kept, res)
     ents = [entities[k] for k in sorted(entities)]
+    if new_vecs:  # as the version will store them (and the stored rows read)
+        coded = stored_form(np.stack(list(new_vecs.values())))
+        new_vecs = dict(zip(new_vecs, coded, strict=True))
     ent_matrix = _matrix([e.id for e in ents], kept, "entities", new_vecs)
     fresh = [e.id for e in ents if e.id not in kept.entities]
     fresh_set = set(fresh)
-    synonyms = _synonyms(kept.synonyms, ents, ent_matrix, fresh, c)
+    synonyms = repair_synonyms(
+        kept.synonyms,
+        [e.id for e in ents],
+        ent_matrix,
+        [*fresh, *kept.touched],
+        c.resolve.synonym_threshold,
+        c.resolve.synonym_k,
+    )
     all_chunks = kept.chunks + list(chunks)
     sentences = kept.sentences + res.sentences
     mentions = kept.mentions + res.mentions
@@ -326,33 +336,6 @@ def _reuse_reports(
     for i, text in enumerate(texts):
         out[i] = fresh[text] if text in fresh else matrix[stored[text]]
     return [m.id for m in communities], out
-
-
-def _synonyms(
-    stored: Sequence[Synonym],
-    ents: Sequence[Entity],
-    matrix: np.ndarray,
-    fresh: Sequence[str],
-    c: Config,
-) -> list[Synonym]:
-    """Stored synonymy edges plus those of the new entities: each new entity's top k
-    neighbours among all entities at cosine >= the threshold."""
-    threshold, k = c.resolve.synonym_threshold, min(c.resolve.synonym_k, len(ents) - 1)
-    pairs = {(s.src, s.dst): s for s in stored}
-    pos = {e.id: i for i, e in enumerate(ents)}
-    rows = np.array([pos[f] for f in fresh], dtype=np.int64)
-    for start in range(0, len(rows) if k > 0 else 0, _BLOCK):
-        block = rows[start : start + _BLOCK]
-        sims = matrix[block] @ matrix.T
-        sims[np.arange(len(block)), block] = -1.0
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        for r, col in zip(
-            *np.nonzero(sims[np.arange(len(block))[:, None], top] >= threshold), strict=True
-        ):
-            a, b = ents[int(block[r])].id, ents[int(top[r, col])].id
-            a, b = min(a, b), max(a, b)
-            pairs.setdefault((a, b), Synonym(a, b, round(float(sims[r, top[r, col]]), 6)))
-    return [pairs[key] for key in sorted(pairs)]
 
 
 def _tree(
