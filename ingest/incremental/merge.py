@@ -80,25 +80,26 @@ def prune(old: Snapshot, documents: set[str]) -> Snapshot:
         return old
     mentions = [m for m in old.mentions if m.chunk_id not in rm]
     alive = {m.entity_id for m in mentions}
-    entities = {
-        e.id: replace(e, chunk_ids=tuple(c for c in e.chunk_ids if c not in rm))
-        for e in old.entities.values()
-        if e.id in alive
-    }
+    lost = {m.entity_id for m in old.mentions if m.chunk_id in rm}
+    entities = {}
+    for e in old.entities.values():  # only the entities of removed passages change
+        if e.id in alive:
+            if e.id in lost:
+                e = replace(e, chunk_ids=tuple(c for c in e.chunk_ids if c not in rm))
+            entities[e.id] = e
     relations = {}
     for r in old.relations.values():
+        if r.src not in alive or r.dst not in alive:
+            lost.update((r.src, r.dst))
+            continue
+        if rm.isdisjoint(r.evidence):
+            relations[r.id] = r
+            continue
         evidence = tuple(c for c in r.evidence if c not in rm)
-        if evidence and r.src in alive and r.dst in alive:
+        lost.update((r.src, r.dst))  # gone or weaker
+        if evidence:
             weight = r.weight * len(evidence) / len(r.evidence)
             relations[r.id] = replace(r, evidence=evidence, weight=float(max(1, round(weight))))
-    lost = {m.entity_id for m in old.mentions if m.chunk_id in rm}
-    lost |= {e for r in old.relations.values() if r.id not in relations for e in (r.src, r.dst)}
-    lost |= {
-        e
-        for r in old.relations.values()
-        if r.id in relations and len(relations[r.id].evidence) < len(r.evidence)
-        for e in (r.src, r.dst)
-    }
     lost |= {
         e for s in old.synonyms if not (s.src in alive and s.dst in alive) for e in (s.src, s.dst)
     }
