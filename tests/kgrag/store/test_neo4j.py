@@ -347,33 +347,39 @@ def _kgrag(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def test_ingest_query_add_delete_through_the_cli(neo4j_uri, tmp_path):
+def test_ingest_query_add_delete_through_the_cli(neo4j_uri, tmp_path, capsys):
+    """The command line's ingest, query, info and delete on a Neo4j graph (run in this
+    process: the models load once; the commands' own processes are tested elsewhere)."""
+    from kgrag.cli.main import main
+
+    def kgrag(*args: str) -> str:
+        code = main(list(args))
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        return out.out
+
     graph = f"{neo4j_uri}/cli{uuid.uuid4().hex[:8]}"
     docs = [json.loads(line) for line in (DATA / "news.jsonl").read_text().splitlines()]
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text("".join(json.dumps(d) + "\n" for d in docs[:4]))
     second.write_text("".join(json.dumps(d) + "\n" for d in docs[4:]))
-    out = _kgrag("ingest", str(first), "--graph", graph, "--quiet")
-    assert out.returncode == 0, out.stderr
-    assert "v000001" in out.stdout and graph in out.stdout
-    out = _kgrag("query", "--graph", graph, "-k", "2", "--json", docs[0]["text"][:80])
-    assert out.returncode == 0, out.stderr
-    hits = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert hits, out.stdout
-    out = _kgrag("ingest", str(second), "--graph", graph, "--quiet")
-    assert out.returncode == 0 and "v000002" in out.stdout, out.stderr
-    info = json.loads(_kgrag("info", "--graph", graph).stdout)
+    out = kgrag("ingest", str(first), "--graph", graph, "--quiet")
+    assert "v000001" in out and graph in out
+    out = kgrag("query", "--graph", graph, "-k", "2", "--json", docs[0]["text"][:80])
+    hits = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert hits, out
+    assert "v000002" in kgrag("ingest", str(second), "--graph", graph, "--quiet")
+    info = json.loads(kgrag("info", "--graph", graph))
     assert info["indexVersion"] == "v000002" and info["versions"] == ["v000001", "v000002"]
     assert info["counts"]["documents"] == len(docs)
     with open_store(graph).reader() as r:
         doc_id = r.documents()[0].id
-    out = _kgrag("delete", "--graph", graph, doc_id)
-    assert out.returncode == 0 and "deleted 1" in out.stdout, out.stderr
+    assert "deleted 1" in kgrag("delete", "--graph", graph, doc_id)
     with open_store(graph).reader() as r:
         assert doc_id not in {d.id for d in r.documents()}
         assert r.counts()["documents"] == len(docs) - 1
-    out = _kgrag("query", "--graph", graph, "--op", "local", "-k", "2", docs[1]["text"][:80])
-    assert out.returncode == 0, out.stderr
+    out = kgrag("query", "--graph", graph, "--op", "local", "-k", "2", docs[1]["text"][:80])
+    assert out.strip()
 
 
 def test_a_killed_ingest_leaves_the_previous_version_serving(neo4j_uri, tmp_path):
