@@ -225,22 +225,26 @@ class RetrievalConfig(_Section):
     )
 
 
+#: the version retention defaults (``kgrag.store.versions.Retention``)
+KEEP, RETAIN_SECONDS, LEASE_SECONDS = 1, 60.0, 300.0
+
+
 class StoreConfig(_Section):
     keep_versions: int = Field(
-        1,
+        KEEP,
         ge=1,
         description="The newest published versions always kept, whatever their age; the "
         "older ones go by age and lease (retain_seconds, lease_seconds).",
     )
     retain_seconds: float = Field(
-        300.0,
+        RETAIN_SECONDS,
         ge=0,
         description="A version superseded less than this many seconds ago stays stored "
         "(calls that opened it finish on it); older ones are removed at the next publish "
         "unless leased.",
     )
     lease_seconds: float = Field(
-        600.0,
+        LEASE_SECONDS,
         gt=0,
         description="A call pinned to an indexVersion holds that version for this many "
         "seconds from the call (each pinned call renews it); once the lease runs out and "

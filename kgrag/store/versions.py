@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.config import KEEP, LEASE_SECONDS, RETAIN_SECONDS
 from kgrag.errors import StoreError
 from kgrag.store import schema
 
@@ -52,10 +53,6 @@ def check_manifest(data: dict[str, Any], kind: str, where: str, not_ours: str) -
             f"schema {schema.SCHEMA_VERSION}; rebuild the graph"
         )
     return data
-
-
-#: the defaults of :class:`Retention` (and of ``StoreConfig``)
-KEEP, RETAIN_SECONDS, LEASE_SECONDS = 1, 300.0, 600.0
 
 
 @dataclass(frozen=True, slots=True)

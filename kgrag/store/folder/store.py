@@ -54,6 +54,7 @@ from kgrag.store.vectors import (
     vector_count,
 )
 from kgrag.store.versions import (
+    KEEP,
     LEASE_SECONDS,
     RETAIN_SECONDS,
     Retention,
@@ -96,7 +97,7 @@ class SQLiteGraphStore(GraphStore):
         self,
         root: str | Path,
         *,
-        keep_versions: int = 1,
+        keep_versions: int = KEEP,
         ann_min_rows: int = ANN_MIN_ROWS,
         retain_seconds: float = RETAIN_SECONDS,
         lease_seconds: float = LEASE_SECONDS,

@@ -43,6 +43,7 @@ from kgrag.store.neo4j.model import FORMAT, LABELS, labels_of, version_tag
 from kgrag.store.neo4j.reader import Neo4jGraphReader
 from kgrag.store.neo4j.upload import upload
 from kgrag.store.versions import (
+    KEEP,
     LEASE_SECONDS,
     RETAIN_SECONDS,
     Retention,
@@ -61,7 +62,7 @@ class Neo4jGraphStore(GraphStore):
         self,
         location: str,
         *,
-        keep_versions: int = 1,
+        keep_versions: int = KEEP,
         ann_min_rows: int = ANN_MIN_ROWS,
         retain_seconds: float = RETAIN_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
