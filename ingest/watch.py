@@ -9,7 +9,9 @@ look, so a file still being written is not read half-way. Each change is one wri
   and holds no more (an edited collection file) are deleted in the same write;
 - a removed file: the documents it held are deleted;
 - a file that no longer reads (broken, half-copied): an error line, and the documents
-  it held stay as they were until it reads again.
+  it held stay as they were until it reads again;
+- a write that fails (no room, a store that is down): an error line; the graph keeps
+  its version and the change is tried again at the next look.
 
 Each change gets one line (:class:`Change`, ``str()``): what happened, to which file,
 the documents and chunks written, the new ``indexVersion`` and the seconds it took.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgrag.config import Config
+from kgrag.errors import KgragError
 from kgrag.store import open_store
 from kgrag.types import Document
 
@@ -50,7 +53,7 @@ class Change:
 
     def __str__(self) -> str:
         if self.kind == "error":
-            return f"error    {self.path}: {self.reason} (its documents are kept as they were)"
+            return f"error    {self.path}: {self.reason} (the graph keeps what it held)"
         what = {
             "added": f"{self.documents} document(s)",
             "updated": f"{self.documents} document(s), {self.deleted} deleted",
@@ -113,10 +116,14 @@ def watch(
         ready = [key for key, sig in changed.items() if pending.get(key, ()) == sig]
         pending = {key: sig for key, sig in changed.items() if key not in ready}
         for key in sorted(ready):
-            if key in now:
-                on_change(_upsert(key, now[key][0], now[key][1], files, graph, config))
-            else:
-                on_change(_remove(key, files, graph, config))
+            try:
+                if key in now:
+                    on_change(_upsert(key, now[key][0], now[key][1], files, graph, config))
+                else:
+                    on_change(_remove(key, files, graph, config))
+            except KgragError as exc:  # the write failed (no room, store down): the
+                # graph keeps its version, and the change is tried again at the next look
+                on_change(Change("error", key, reason=f"the write failed: {exc.message}"))
 
 
 def _first_sync(
@@ -183,6 +190,7 @@ def _upsert(
 
 def _remove(key: str, files: dict[str, _File], graph: str | Path, config: Config) -> Change:
     t0 = time.perf_counter()
-    held = files.pop(key)
+    held = files[key]
     version = _write(graph, config, [], sorted(held.ids)) if held.ids else None
+    del files[key]  # only once written: a failed write is tried again
     return Change("removed", key, 0, len(held.ids), version, time.perf_counter() - t0)

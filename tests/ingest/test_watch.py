@@ -73,7 +73,7 @@ def test_new_edited_broken_and_removed_files_each_become_one_write(watched):
     broken.write_text('{"title": "Ledger", "text": ')
     error = _next(changes)
     assert error.kind == "error" and error.path == "notes/ledger.json" and "JSON" in error.reason
-    assert "kept as they were" in str(error)
+    assert "the graph keeps what it held" in str(error)
     version = open_store(graph).current()
     assert version == updated.index_version  # nothing written for it
 
@@ -119,3 +119,48 @@ def test_kgrag_ingest_watch_prints_a_line_per_change_and_stops_on_sigterm(tmp_pa
         if proc.stdout is not None:
             proc.stdout.close()
     assert open_store(graph).current() == "v000002"
+
+
+def test_a_write_that_finds_no_room_is_told_and_tried_again(tmp_path: Path):
+    """On a tmpfs the test mounts and fills (root only): the change that cannot be
+    written gets an error line, the graph keeps its version, and once there is room
+    again the same change is written at the next look."""
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)]).returncode:
+        pytest.skip("this machine does not let the test mount a tmpfs")
+    changes: queue.Queue[Change] = queue.Queue()
+    stop = threading.Event()
+    try:
+        folder, graph = tmp_path / "notes", mount / "graph"
+        folder.mkdir()
+        (folder / "harbour.md").write_text(FIRST)
+        thread = threading.Thread(
+            target=watch,
+            args=([folder], graph, small_config()),
+            kwargs={"interval": 0.1, "on_change": changes.put, "stop": stop},
+            daemon=True,
+        )
+        thread.start()
+        synced = _next(changes)
+        assert synced.kind == "synced"
+        filler = mount / "filler"
+        with open(filler, "wb") as f, pytest.raises(OSError):  # every byte left, taken
+            while True:
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        (folder / "mill.md").write_text(SECOND)
+        error = _next(changes)
+        assert error.kind == "error" and error.path == "notes/mill.md", error
+        assert error.reason.startswith("the write failed") and "file system is full" in error.reason
+        assert open_store(graph).current() == synced.index_version
+        filler.unlink()
+        while (change := _next(changes)).kind == "error":
+            pass  # tried at each look until there was room
+        assert (change.kind, change.path) == ("added", "notes/mill.md")
+        assert open_store(graph).current() == change.index_version != synced.index_version
+    finally:
+        stop.set()
+        subprocess.run(["umount", "-l", str(mount)], check=False)
