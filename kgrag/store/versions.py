@@ -147,12 +147,9 @@ def drop_leases(folder: Path, keep: Iterable[str]) -> None:
     for path in entries:
         name = path.name
         with contextlib.suppress(OSError):
-            if (
-                is_version(name)
-                and name not in kept
-                or name.startswith(".")
-                and now - path.stat().st_mtime > 60
-            ):
+            gone = is_version(name) and name not in kept
+            stale = name.startswith(".") and now - path.stat().st_mtime > 60
+            if gone or stale:
                 path.unlink(missing_ok=True)
 
 
