@@ -157,11 +157,12 @@ def repair_synonyms(
     k = min(k, n - 1)
     if k <= 0:
         return [pairs[key] for key in sorted(pairs)]
+    block = max(16, min(_BLOCK, _BLOCK_CELLS // n))  # rows a block: memory stays flat
     focus = {pos[e] for e in changed if e in pos}
     near = np.zeros(n, dtype=bool)
     rows = np.array(sorted(focus), dtype=np.int64)
-    for lo in range(0, len(rows), _BLOCK):  # who may hold a changed entity in its top k
-        sims = vectors[rows[lo : lo + _BLOCK]] @ vectors.T
+    for lo in range(0, len(rows), block):  # who may hold a changed entity in its top k
+        sims = vectors[rows[lo : lo + block]] @ vectors.T
         near |= (sims >= threshold).any(axis=0)
     focus |= set(np.nonzero(near)[0].tolist())
     names = {ids[r] for r in focus}
@@ -170,8 +171,8 @@ def repair_synonyms(
     for key in [key for key in pairs if names & set(key)]:
         del pairs[key]  # found again below if it still holds
     found_a, found_b = [], []
-    for lo in range(0, len(again), _BLOCK):
-        r, top, sims = top_of(vectors, again[lo : lo + _BLOCK], k)
+    for lo in range(0, len(again), block):
+        r, top, sims = top_of(vectors, again[lo : lo + block], k)
         i, j = np.nonzero(sims >= threshold)
         found_a.append(r[i])
         found_b.append(top[i, j])
