@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,11 @@ def _top(graph: Path, query: str) -> str:
         return engine.query(query, k=1)[0]["text"]
 
 
-@pytest.fixture()
-def watched(tmp_path: Path):
-    folder = tmp_path / "notes"
+def _watching(folder: Path, graph: Path) -> tuple[queue.Queue[Change], Callable[[], None]]:
+    """``folder`` (holding the first note) watched into ``graph`` on a thread: the
+    changes it tells, and the call that stops it and waits for the thread."""
     folder.mkdir()
     (folder / "harbour.md").write_text(FIRST)
-    graph = tmp_path / "graph"
     changes: queue.Queue[Change] = queue.Queue()
     stop = threading.Event()
     thread = threading.Thread(
@@ -49,9 +49,20 @@ def watched(tmp_path: Path):
         daemon=True,
     )
     thread.start()
+
+    def end() -> None:
+        stop.set()
+        thread.join(60)
+
+    return changes, end
+
+
+@pytest.fixture()
+def watched(tmp_path: Path):
+    folder, graph = tmp_path / "notes", tmp_path / "graph"
+    changes, end = _watching(folder, graph)
     yield folder, graph, changes
-    stop.set()
-    thread.join(60)
+    end()
 
 
 def test_new_edited_broken_and_removed_files_each_become_one_write(watched):
@@ -131,19 +142,9 @@ def test_a_write_that_finds_no_room_is_told_and_tried_again(tmp_path: Path):
         pytest.skip("mounting a tmpfs needs root")
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)]).returncode:
         pytest.skip("this machine does not let the test mount a tmpfs")
-    changes: queue.Queue[Change] = queue.Queue()
-    stop = threading.Event()
+    folder, graph = tmp_path / "notes", mount / "graph"
+    changes, end = _watching(folder, graph)
     try:
-        folder, graph = tmp_path / "notes", mount / "graph"
-        folder.mkdir()
-        (folder / "harbour.md").write_text(FIRST)
-        thread = threading.Thread(
-            target=watch,
-            args=([folder], graph, small_config()),
-            kwargs={"interval": 0.1, "on_change": changes.put, "stop": stop},
-            daemon=True,
-        )
-        thread.start()
         synced = _next(changes)
         assert synced.kind == "synced"
         filler = mount / "filler"
@@ -162,5 +163,5 @@ def test_a_write_that_finds_no_room_is_told_and_tried_again(tmp_path: Path):
         assert (change.kind, change.path) == ("added", "notes/mill.md")
         assert open_store(graph).current() == change.index_version != synced.index_version
     finally:
-        stop.set()
+        end()
         subprocess.run(["umount", "-l", str(mount)], check=False)
